@@ -1,0 +1,78 @@
+package io.checkpointsurgeon;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+
+/**
+ * The native methods and the loading of the library. Not API: only {@link CheckpointSurgeon} calls
+ * these. The library is taken from the system property {@value #LIBRARY_PROPERTY} when it is set,
+ * otherwise from this jar's {@code /native/<os>-<arch>/} resource, extracted to a temporary file and
+ * loaded once.
+ */
+final class NativeBridge {
+    static final String LIBRARY_PROPERTY = "checkpointsurgeon.library";
+    private static final String LIBRARY_FILE = "libcheckpoint_surgeon.so";
+
+    private static final CheckpointSurgeonException LOAD_FAILURE = load();
+
+    private NativeBridge() {}
+
+    static native byte[] inspect(String path) throws CheckpointSurgeonException;
+
+    static native byte[] inspectBytes(byte[] metadata, String name, String dir)
+            throws CheckpointSurgeonException;
+
+    static native String describe(byte[] metadata) throws CheckpointSurgeonException;
+
+    static native byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException;
+
+    static native void panicForTesting() throws CheckpointSurgeonException;
+
+    /** Throws the load failure, if the library could not be loaded. */
+    static void ensureLoaded() throws CheckpointSurgeonException {
+        if (LOAD_FAILURE != null) {
+            throw LOAD_FAILURE;
+        }
+    }
+
+    static String platform() {
+        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+        String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+        String o = os.startsWith("linux") ? "linux" : os.startsWith("mac") ? "darwin" : os.replace(' ', '_');
+        String a = arch.equals("amd64") || arch.equals("x86_64") ? "x86_64"
+                : arch.equals("aarch64") || arch.equals("arm64") ? "aarch64" : arch;
+        return o + "-" + a;
+    }
+
+    private static CheckpointSurgeonException load() {
+        String override = System.getProperty(LIBRARY_PROPERTY);
+        try {
+            if (override != null && !override.isEmpty()) {
+                System.load(Path.of(override).toAbsolutePath().toString());
+                return null;
+            }
+            String resource = "/native/" + platform() + "/" + LIBRARY_FILE;
+            try (InputStream in = NativeBridge.class.getResourceAsStream(resource)) {
+                if (in == null) {
+                    return new CheckpointSurgeonException("LIBRARY", "no native library for os.name="
+                            + System.getProperty("os.name") + " os.arch=" + System.getProperty("os.arch")
+                            + ": resource " + resource + " is not in the jar; build it for this platform"
+                            + " and point the system property " + LIBRARY_PROPERTY + " at it");
+                }
+                Path tmp = Files.createTempFile("checkpoint_surgeon", ".so");
+                tmp.toFile().deleteOnExit();
+                Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+                System.load(tmp.toAbsolutePath().toString());
+            }
+            return null;
+        } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
+            return new CheckpointSurgeonException("LIBRARY", "could not load the native library ("
+                    + (override != null ? LIBRARY_PROPERTY + "=" + override : "from the jar, for " + platform())
+                    + "): " + e, e);
+        }
+    }
+}

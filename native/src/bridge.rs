@@ -1,0 +1,165 @@
+//! The JNI bridge: every `extern "system"` export of the library, each a few lines that call
+//! the plain Rust API. Errors and panics become `io.checkpointsurgeon.CheckpointSurgeonException`
+//! (message `CODE: text`), never an abort of the JVM.
+
+use crate::checkpoint::Checkpoint;
+use crate::error::Error;
+use crate::{describe, inspect, metadata};
+use bytes::Bytes;
+use jni::errors::ErrorPolicy;
+use jni::objects::{JByteArray, JClass, JString};
+use jni::{jni_str, Env, EnvUnowned};
+use std::path::Path;
+
+const EXCEPTION_CLASS: &jni::strings::JNIStr =
+    jni_str!("io/checkpointsurgeon/CheckpointSurgeonException");
+
+/// Errors of the bridge itself: the crate's errors plus JNI failures.
+#[derive(Debug, thiserror::Error)]
+enum BridgeError {
+    #[error(transparent)]
+    Surgeon(#[from] Error),
+    #[error("JNI: {0}")]
+    Jni(#[from] jni::errors::Error),
+}
+
+/// Throws `CheckpointSurgeonException("CODE: message")` and returns the default value.
+struct ThrowSurgeonException;
+
+impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowSurgeonException {
+    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+
+    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        err: BridgeError,
+    ) -> jni::errors::Result<T> {
+        if env.exception_check() {
+            return Ok(T::default());
+        }
+        let code = match &err {
+            BridgeError::Surgeon(e) => e.code(),
+            BridgeError::Jni(_) => "JNI",
+        };
+        throw(env, &format!("{code}: {err}"));
+        Ok(T::default())
+    }
+
+    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        payload: Box<dyn std::any::Any + Send + 'static>,
+    ) -> jni::errors::Result<T> {
+        let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        };
+        if env.exception_check() {
+            env.exception_clear();
+        }
+        throw(env, &format!("PANIC: native code panicked: {msg}"));
+        Ok(T::default())
+    }
+}
+
+fn throw(env: &mut Env<'_>, msg: &str) {
+    let msg = jni::strings::JNIString::new(msg);
+    if env.throw_new(EXCEPTION_CLASS, &msg).is_err() && !env.exception_check() {
+        let _ = env.throw_new(jni_str!("java/lang/RuntimeException"), &msg);
+    }
+}
+
+fn bytes_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<Bytes, BridgeError> {
+    Ok(Bytes::from(env.convert_byte_array(a)?))
+}
+
+fn string_arg(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>, BridgeError> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(s.try_to_string(env)?))
+}
+
+/// `byte[] NativeBridge.inspect(String path)`: the binary inspection report of a checkpoint.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspect<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let path = string_arg(env, &path)?.unwrap_or_default();
+            let cp = Checkpoint::open(Path::new(&path))?;
+            Ok(env.byte_array_from_slice(&inspect::inspect(&cp).encode())?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.inspectBytes(byte[] metadata, String name, String dir)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspectBytes<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+    name: JString<'l>,
+    dir: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let bytes = bytes_arg(env, &metadata)?;
+            let name = string_arg(env, &name)?.unwrap_or_else(|| "<bytes>".into());
+            let dir = string_arg(env, &dir)?;
+            let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
+            Ok(env.byte_array_from_slice(&inspect::inspect(&cp).encode())?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `String NativeBridge.describe(byte[] metadata)`: the canonical description.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let md =
+                metadata::parse(bytes_arg(env, &metadata)?).map_err(|e| e.in_file("<bytes>"))?;
+            Ok(JString::from_str(env, describe::describe(&md))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.roundTrip(byte[] metadata)`: parse, then write the model again.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_roundTrip<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let md =
+                metadata::parse(bytes_arg(env, &metadata)?).map_err(|e| e.in_file("<bytes>"))?;
+            Ok(env.byte_array_from_slice(&md.to_vec())?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `void NativeBridge.panicForTesting()`: proves that a Rust panic reaches Java as an exception.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_panicForTesting<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) {
+    unowned
+        .with_env(|_env| -> Result<(), BridgeError> {
+            panic!("deliberate panic to test the JNI boundary")
+        })
+        .resolve::<ThrowSurgeonException>()
+}

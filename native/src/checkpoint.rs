@@ -1,0 +1,139 @@
+//! A checkpoint on local disk: the memory-mapped `_metadata` and the state streams its handles
+//! point at. Relative handles resolve next to `_metadata` and may not escape that directory.
+
+use crate::error::{Error, Result};
+use crate::handles::StreamHandle;
+use crate::metadata::{self, CheckpointMetadata};
+use bytes::Bytes;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+pub const METADATA_FILE_NAME: &str = "_metadata";
+
+/// Maps a file read-only into memory (an empty file gives empty bytes).
+pub fn map_file(path: &Path) -> Result<Bytes> {
+    let file = File::open(path).map_err(|e| Error::io(path.display(), e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path.display(), e))?
+        .len();
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: the mapping is read-only and private. Checkpoint files are immutable once
+    // written; a concurrent truncation by another process could fault, as with any mmap
+    // reader, which is why the tool never writes to a file it has mapped.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.display(), e))?;
+    Ok(Bytes::from_owner(map))
+}
+
+pub struct Checkpoint {
+    /// The `_metadata` file.
+    pub metadata_path: PathBuf,
+    /// The exclusive checkpoint directory: where relative handles live.
+    pub dir: PathBuf,
+    pub bytes: Bytes,
+    pub metadata: CheckpointMetadata,
+}
+
+impl Checkpoint {
+    /// Opens a `_metadata` file, or the checkpoint/savepoint directory that holds one.
+    pub fn open(path: &Path) -> Result<Checkpoint> {
+        let metadata_path = if path.is_dir() {
+            path.join(METADATA_FILE_NAME)
+        } else {
+            path.to_path_buf()
+        };
+        let dir = metadata_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let bytes = map_file(&metadata_path)?;
+        let metadata = metadata::parse(bytes.clone())
+            .map_err(|e| e.in_file(&metadata_path.display().to_string()))?;
+        Ok(Checkpoint {
+            metadata_path,
+            dir,
+            bytes,
+            metadata,
+        })
+    }
+
+    /// Wraps bytes that are already in memory (an HA file's metadata, a test input).
+    pub fn from_bytes(name: &str, dir: Option<&Path>, bytes: Bytes) -> Result<Checkpoint> {
+        let metadata = metadata::parse(bytes.clone()).map_err(|e| e.in_file(name))?;
+        Ok(Checkpoint {
+            metadata_path: PathBuf::from(name),
+            dir: dir.map(Path::to_path_buf).unwrap_or_default(),
+            bytes,
+            metadata,
+        })
+    }
+
+    /// The local file a stream handle's bytes live in, if they live in a file.
+    pub fn local_file(&self, h: &StreamHandle) -> Result<Option<PathBuf>> {
+        Ok(match h {
+            StreamHandle::RelativeFile { path, .. } => {
+                Some(self.dir.join(checked_relative(&path.to_string())?))
+            }
+            StreamHandle::File { path, .. } | StreamHandle::Segment { path, .. } => {
+                Some(local_path(&path.to_string())?)
+            }
+            _ => None,
+        })
+    }
+
+    /// The bytes of a state stream: inline data, a mapped file, or a file segment.
+    pub fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
+        match h {
+            StreamHandle::ByteStream { data, .. } => Ok(data.clone()),
+            StreamHandle::EmptySegment => Ok(Bytes::new()),
+            StreamHandle::Segment { start, size, .. } => {
+                let path = self.local_file(h)?.unwrap_or_default();
+                let file = map_file(&path)?;
+                let (s, n) = (*start as u64, *size as u64);
+                if *start < 0 || *size < 0 || s.saturating_add(n) > file.len() as u64 {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: segment {s}+{n} lies outside the {}-byte file",
+                        path.display(),
+                        file.len()
+                    )));
+                }
+                Ok(file.slice(s as usize..(s + n) as usize))
+            }
+            StreamHandle::KeyGroups(_) => Err(Error::InvalidArgument(
+                "a key-groups handle is not an operator state stream".into(),
+            )),
+            _ => map_file(&self.local_file(h)?.unwrap_or_default()),
+        }
+    }
+}
+
+/// A relative state file name must be a plain file name: no separator, no `..`.
+pub fn checked_relative(name: &str) -> Result<&str> {
+    if name.is_empty() || name.contains('/') || name.contains('\\') || name == "." || name == ".." {
+        return Err(Error::InvalidArgument(format!(
+            "relative state file name '{name}' is not a plain file name; refusing to leave the checkpoint directory"
+        )));
+    }
+    Ok(name)
+}
+
+/// A Flink path string (`file:/x`, `file:///x`, `/x`) as a local path; other schemes need
+/// Flink's file systems on the Java side.
+pub fn local_path(p: &str) -> Result<PathBuf> {
+    let rest = if let Some(r) = p.strip_prefix("file://") {
+        r
+    } else if let Some(r) = p.strip_prefix("file:") {
+        r
+    } else if p.starts_with('/') {
+        p
+    } else {
+        return Err(Error::Unsupported {
+            file: String::new(),
+            offset: 0,
+            what: format!("file system of '{p}' (only local paths are read natively)"),
+        });
+    };
+    Ok(PathBuf::from(rest))
+}

@@ -1,0 +1,287 @@
+//! What a checkpoint holds and how big it is: the inspection report, and its binary encoding
+//! for the Java side (`InspectReport.read` decodes the same layout).
+
+use crate::checkpoint::Checkpoint;
+use crate::handles::{KeyedHandle, OperatorHandle, StreamHandle};
+use crate::metadata::Subtasks;
+use crate::opstate;
+
+pub struct Report {
+    pub source: String,
+    pub version: i32,
+    pub checkpoint_id: i64,
+    pub metadata_bytes: u64,
+    pub properties_bytes: u64,
+    pub master_states: Vec<(String, i32, u64)>,
+    pub operators: Vec<OperatorReport>,
+}
+
+pub struct OperatorReport {
+    pub id: String,
+    pub name: String,
+    pub uid: String,
+    pub parallelism: i32,
+    pub max_parallelism: i32,
+    pub coordinator_bytes: i64,
+    pub fully_finished: bool,
+    pub finished_subtasks: i32,
+    pub subtasks: Vec<SubtaskReport>,
+}
+
+pub struct SubtaskReport {
+    pub index: i32,
+    pub managed_operator: Option<HandleReport>,
+    pub raw_operator: Option<HandleReport>,
+    pub managed_keyed: Option<(String, i64)>,
+    pub raw_keyed: Option<(String, i64)>,
+    pub input_channels: i32,
+    pub output_channels: i32,
+    pub channel_bytes: i64,
+}
+
+pub struct HandleReport {
+    pub kind: String,
+    pub delegate_kind: String,
+    pub location: String,
+    pub delegate_size: i64,
+    pub inline: bool,
+    pub proxy_version: i32,
+    pub compressed: bool,
+    /// Why the stream could not be read (missing file, remote file system, ...); empty if read.
+    pub stream_error: String,
+    pub header_bytes: i64,
+    pub states: Vec<StateReport>,
+}
+
+pub struct StateReport {
+    pub name: String,
+    pub mode: String,
+    pub elements: i64,
+    /// Bytes of the state's elements in the stream; -1 when the stream was not read.
+    pub bytes: i64,
+    pub serializer: String,
+}
+
+pub fn inspect(cp: &Checkpoint) -> Report {
+    let md = &cp.metadata;
+    Report {
+        source: cp.metadata_path.display().to_string(),
+        version: md.version,
+        checkpoint_id: md.checkpoint_id,
+        metadata_bytes: cp.bytes.len() as u64,
+        properties_bytes: md.properties.len() as u64,
+        master_states: md
+            .master_states
+            .iter()
+            .map(|m| (m.name.to_string(), m.version, m.payload.len() as u64))
+            .collect(),
+        operators: md
+            .operators
+            .iter()
+            .map(|op| OperatorReport {
+                id: op.hex_id(),
+                name: op.name.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+                uid: op.uid.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+                parallelism: op.parallelism,
+                max_parallelism: op.max_parallelism,
+                coordinator_bytes: op.coordinator.as_ref().map_or(-1, |c| c.state_size()),
+                fully_finished: op.subtasks == Subtasks::FullyFinished,
+                finished_subtasks: match &op.subtasks {
+                    Subtasks::FullyFinished => op.parallelism,
+                    Subtasks::List(l) => l
+                        .iter()
+                        .filter(|e| matches!(e, crate::metadata::SubtaskEntry::Finished(_)))
+                        .count() as i32,
+                },
+                subtasks: op
+                    .subtask_states()
+                    .map(|(index, s)| SubtaskReport {
+                        index,
+                        managed_operator: s.managed_operator().map(|h| handle_report(cp, h)),
+                        raw_operator: s.raw_operator().map(|h| handle_report(cp, h)),
+                        managed_keyed: s.managed_keyed.as_ref().map(keyed_report),
+                        raw_keyed: s.raw_keyed.as_ref().map(keyed_report),
+                        input_channels: s.input_channels.len() as i32,
+                        output_channels: s.output_channels.len() as i32,
+                        channel_bytes: s
+                            .input_channels
+                            .iter()
+                            .chain(&s.output_channels)
+                            .map(|c| c.size)
+                            .sum(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn keyed_report(h: &KeyedHandle) -> (String, i64) {
+    (h.kind().to_string(), h.state_size())
+}
+
+fn location(h: &StreamHandle) -> String {
+    match h {
+        StreamHandle::ByteStream { name, .. } => name.to_string(),
+        StreamHandle::File { path, .. } | StreamHandle::RelativeFile { path, .. } => {
+            path.to_string()
+        }
+        StreamHandle::Segment {
+            start, size, path, ..
+        } => format!("{path}@{start}+{size}"),
+        StreamHandle::KeyGroups(_) | StreamHandle::EmptySegment => String::new(),
+    }
+}
+
+fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
+    let mut r = HandleReport {
+        kind: h.kind().to_string(),
+        delegate_kind: h.delegate.as_ref().map_or("null", |d| d.kind()).to_string(),
+        location: h.delegate.as_ref().map(location).unwrap_or_default(),
+        delegate_size: h.delegate.as_ref().map_or(0, |d| d.state_size()),
+        inline: matches!(h.delegate, Some(StreamHandle::ByteStream { .. })),
+        proxy_version: -1,
+        compressed: false,
+        stream_error: String::new(),
+        header_bytes: -1,
+        states: h
+            .states
+            .iter()
+            .map(|s| StateReport {
+                name: s.name.to_string(),
+                mode: s.mode.name().to_string(),
+                elements: s.offsets.len() as i64,
+                bytes: -1,
+                serializer: String::new(),
+            })
+            .collect(),
+    };
+    let Some(delegate) = &h.delegate else {
+        return r;
+    };
+    let stream = match cp.stream_bytes(delegate) {
+        Ok(s) => s,
+        Err(e) => {
+            r.stream_error = e.to_string();
+            return r;
+        }
+    };
+    let name = location(delegate);
+    match opstate::parse_header(&stream, h) {
+        Ok(header) => {
+            r.proxy_version = header.proxy_version;
+            r.compressed = header.compressed;
+            r.header_bytes = header.data_start as i64;
+            for (s, report) in h.states.iter().zip(r.states.iter_mut()) {
+                if let Some(e) = header.entry(&s.name) {
+                    report.serializer = e
+                        .serializers
+                        .iter()
+                        .find(|x| x.key.as_bytes() == b"VALUE_SERIALIZER")
+                        .or(e.serializers.first())
+                        .map(|x| x.class_name.to_string())
+                        .unwrap_or_default();
+                }
+            }
+            if !header.compressed {
+                match opstate::element_ranges(h, stream.len() as u64) {
+                    Ok(ranges) => {
+                        for (report, ranges) in r.states.iter_mut().zip(ranges) {
+                            report.bytes = ranges.iter().map(|(a, b)| (b - a) as i64).sum();
+                        }
+                    }
+                    Err(e) => r.stream_error = e.in_file(&name).to_string(),
+                }
+            }
+        }
+        Err(e) => r.stream_error = e.in_file(&name).to_string(),
+    }
+    r
+}
+
+/// The binary layout read by `io.checkpointsurgeon.InspectReport`.
+impl Report {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc(Vec::with_capacity(4096));
+        e.i32(0x4353_5231);
+        e.str(&self.source);
+        e.i32(self.version);
+        e.i64(self.checkpoint_id);
+        e.i64(self.metadata_bytes as i64);
+        e.i64(self.properties_bytes as i64);
+        e.i32(self.master_states.len() as i32);
+        for (name, version, bytes) in &self.master_states {
+            e.str(name);
+            e.i32(*version);
+            e.i64(*bytes as i64);
+        }
+        e.i32(self.operators.len() as i32);
+        for op in &self.operators {
+            e.str(&op.id);
+            e.str(&op.name);
+            e.str(&op.uid);
+            e.i32(op.parallelism);
+            e.i32(op.max_parallelism);
+            e.i64(op.coordinator_bytes);
+            e.bool(op.fully_finished);
+            e.i32(op.finished_subtasks);
+            e.i32(op.subtasks.len() as i32);
+            for s in &op.subtasks {
+                e.i32(s.index);
+                for h in [&s.managed_operator, &s.raw_operator] {
+                    e.handle(h);
+                }
+                for k in [&s.managed_keyed, &s.raw_keyed] {
+                    e.bool(k.is_some());
+                    if let Some((kind, size)) = k {
+                        e.str(kind);
+                        e.i64(*size);
+                    }
+                }
+                e.i32(s.input_channels);
+                e.i32(s.output_channels);
+                e.i64(s.channel_bytes);
+            }
+        }
+        e.0
+    }
+}
+
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn i32(&mut self, v: i32) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn bool(&mut self, v: bool) {
+        self.0.push(v as u8);
+    }
+    fn str(&mut self, s: &str) {
+        self.i32(s.len() as i32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn handle(&mut self, h: &Option<HandleReport>) {
+        self.bool(h.is_some());
+        let Some(h) = h else { return };
+        self.str(&h.kind);
+        self.str(&h.delegate_kind);
+        self.str(&h.location);
+        self.i64(h.delegate_size);
+        self.bool(h.inline);
+        self.i32(h.proxy_version);
+        self.bool(h.compressed);
+        self.str(&h.stream_error);
+        self.i64(h.header_bytes);
+        self.i32(h.states.len() as i32);
+        for s in &h.states {
+            self.str(&s.name);
+            self.str(&s.mode);
+            self.i64(s.elements);
+            self.i64(s.bytes);
+            self.str(&s.serializer);
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! checkpoint-surgeon: reads and rewrites Flink checkpoint `_metadata` files and the
+//! operator-state streams they reference. The format modules take and return bytes and know
+//! nothing of the JVM; `bridge` is the only module that does.
+
+pub mod checkpoint;
+pub mod describe;
+pub mod error;
+pub mod handles;
+pub mod inspect;
+pub mod io;
+pub mod metadata;
+pub mod opstate;
+
+mod bridge;
+
+pub use error::{Error, Result};

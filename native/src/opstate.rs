@@ -1,0 +1,441 @@
+//! The operator-state stream that an `OperatorStreamStateHandle` delegate holds
+//! (`OperatorBackendSerializationProxy` header, then the elements): locating each META_INFO entry
+//! exactly, and each state's element byte ranges from the handle's offsets.
+//!
+//! Serializer snapshot bodies are not framed, so an entry's end is found from what must follow it
+//! (the next serializer key, the next entry's fixed prefix, the broadcast count, or the first
+//! element) and the whole layout is then checked against the offsets. Nothing here needs the
+//! state's Java classes.
+
+use crate::error::{Error, Result};
+use crate::handles::{OperatorHandle, StateMetaInfo};
+use crate::io::{JStr, Reader};
+use bytes::Bytes;
+
+const DISTRIBUTION_MODE_OPTION: &[u8] = b"\x00\x20OPERATOR_STATE_DISTRIBUTION_MODE";
+/// The snappy framing stream identifier that opens a compressed data section.
+pub const SNAPPY_STREAM_IDENTIFIER: [u8; 10] =
+    [0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
+
+/// `StateMetaInfoSnapshot.BackendStateType` ordinal of a META_INFO entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    List,
+    Broadcast,
+}
+
+/// One serializer snapshot of an entry: its key and snapshot class, and where its body lies.
+#[derive(Clone, Debug)]
+pub struct SerializerSnapshot {
+    pub key: JStr,
+    pub class_name: JStr,
+    pub version: i32,
+    pub body: (usize, usize),
+}
+
+/// One META_INFO entry of the header, with its exact byte range in the stream.
+#[derive(Clone, Debug)]
+pub struct MetaInfoEntry {
+    pub name: JStr,
+    pub kind: EntryKind,
+    /// The distribution mode option as written (`SPLIT_DISTRIBUTE`, `UNION`, `BROADCAST`).
+    pub mode: JStr,
+    pub serializers: Vec<SerializerSnapshot>,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The parsed header of one operator-state stream.
+#[derive(Clone, Debug)]
+pub struct StreamHeader {
+    pub proxy_version: i32,
+    /// Proxy 6: the compression flag (snappy, Flink 1.18+).
+    pub compressed: bool,
+    /// Position of the i16 list-state count and of the i16 broadcast-state count.
+    pub list_count_at: usize,
+    pub broadcast_count_at: usize,
+    pub entries: Vec<MetaInfoEntry>,
+    /// Where the data section starts (the first byte after the header).
+    pub data_start: usize,
+}
+
+impl StreamHeader {
+    pub fn entry(&self, name: &JStr) -> Option<&MetaInfoEntry> {
+        self.entries.iter().find(|e| &e.name == name)
+    }
+}
+
+/// Parses the header of `stream`, given the handle that points at it (its map names every state
+/// the backend registered, and its offsets fix where the data starts).
+pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHeader> {
+    let mut r = Reader::new(stream.clone());
+    let proxy_version = r.i32("the operator state proxy version")?;
+    if !(1..=6).contains(&proxy_version) {
+        return Err(Error::format(
+            0,
+            "an operator state serialization proxy version from 1 to 6",
+            Some(proxy_version.to_string()),
+        ));
+    }
+    if proxy_version < 5 {
+        return Err(Error::Unsupported {
+            file: String::new(),
+            offset: 0,
+            what: format!(
+                "operator state proxy version {proxy_version} (written before Flink 1.13; \
+                 restore it with Flink 1.16 and take a new savepoint)"
+            ),
+        });
+    }
+    let compressed = if proxy_version >= 6 {
+        r.u8("the state compression flag")? != 0
+    } else {
+        false
+    };
+    let names: Vec<&JStr> = handle.states.iter().map(|s| &s.name).collect();
+    let min_offset = handle
+        .states
+        .iter()
+        .flat_map(|s| s.offsets.iter())
+        .min()
+        .map(|o| o as usize);
+    let mut walk = Walk {
+        r,
+        names,
+        data_start: min_offset,
+        stream_len: stream.len(),
+        compressed,
+    };
+    let list_count_at = walk.r.pos();
+    let n_list = walk.count16("the number of operator states in the header")?;
+    let mut entries = Vec::with_capacity(n_list);
+    for i in 0..n_list {
+        let follow = if i + 1 < n_list {
+            Follow::Entry
+        } else {
+            Follow::BroadcastCount
+        };
+        entries.push(walk.entry(EntryKind::List, follow)?);
+    }
+    let broadcast_count_at = walk.r.pos();
+    let n_broadcast = walk.count16("the number of broadcast states in the header")?;
+    for i in 0..n_broadcast {
+        let follow = if i + 1 < n_broadcast {
+            Follow::Entry
+        } else {
+            Follow::Data
+        };
+        entries.push(walk.entry(EntryKind::Broadcast, follow)?);
+    }
+    let data_start = walk.r.pos();
+    walk.check_data_start(data_start)?;
+    Ok(StreamHeader {
+        proxy_version,
+        compressed,
+        list_count_at,
+        broadcast_count_at,
+        entries,
+        data_start,
+    })
+}
+
+/// What must come right after a serializer snapshot body that ends an entry.
+#[derive(Clone, Copy, PartialEq)]
+enum Follow {
+    Entry,
+    BroadcastCount,
+    Data,
+}
+
+struct Walk<'a> {
+    r: Reader,
+    names: Vec<&'a JStr>,
+    data_start: Option<usize>,
+    stream_len: usize,
+    compressed: bool,
+}
+
+impl Walk<'_> {
+    fn count16(&mut self, what: &str) -> Result<usize> {
+        let at = self.r.pos();
+        let n = self.r.i16(what)?;
+        if n < 0 {
+            return Err(Error::format(
+                at as u64,
+                format!("{what} (>= 0)"),
+                Some(n.to_string()),
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    fn entry(&mut self, kind: EntryKind, follow: Follow) -> Result<MetaInfoEntry> {
+        let start = self.r.pos();
+        let name = self.r.utf("a state name in the operator state header")?;
+        let at = self.r.pos();
+        let t = self.r.i32("the backend state type")?;
+        let expected = if kind == EntryKind::List { 1 } else { 2 };
+        if t != expected {
+            return Err(Error::format(
+                at as u64,
+                format!(
+                    "backend state type {expected} ({}) for state '{name}'",
+                    if expected == 1 {
+                        "OPERATOR"
+                    } else {
+                        "BROADCAST"
+                    }
+                ),
+                Some(t.to_string()),
+            ));
+        }
+        let n_options = self.r.count("the number of state options", 4)?;
+        let mut mode = JStr::default();
+        for _ in 0..n_options {
+            let key = self.r.utf("a state option key")?;
+            let value = self.r.utf("a state option value")?;
+            if key.as_bytes() == b"OPERATOR_STATE_DISTRIBUTION_MODE" {
+                mode = value;
+            }
+        }
+        let n_ser = self.r.count("the number of serializer snapshots", 8)?;
+        let mut serializers = Vec::with_capacity(n_ser);
+        for j in 0..n_ser {
+            let key = self.r.utf("a serializer key")?;
+            let at = self.r.pos();
+            let proxy = self.r.i32("the serializer snapshot proxy version")?;
+            if proxy != 2 {
+                return Err(Error::Unsupported {
+                    file: String::new(),
+                    offset: at as u64,
+                    what: format!(
+                        "serializer snapshot proxy version {proxy} for state '{name}' \
+                         (only version 2, Flink 1.7+, is supported)"
+                    ),
+                });
+            }
+            let class_name = self.r.utf("a serializer snapshot class name")?;
+            let version = self.r.i32("a serializer snapshot version")?;
+            let body_start = self.r.pos();
+            let body_end = if j + 1 < n_ser {
+                self.find_serializer_key(body_start)?
+            } else {
+                match follow {
+                    Follow::Entry => self.find_entry_start(body_start)?,
+                    Follow::BroadcastCount => self.find_broadcast_count(body_start)?,
+                    Follow::Data => self.find_data_start(body_start)?,
+                }
+            };
+            self.r.seek(body_end)?;
+            serializers.push(SerializerSnapshot {
+                key,
+                class_name,
+                version,
+                body: (body_start, body_end),
+            });
+        }
+        Ok(MetaInfoEntry {
+            name,
+            kind,
+            mode,
+            serializers,
+            start,
+            end: self.r.pos(),
+        })
+    }
+
+    fn buf(&self) -> Bytes {
+        self.r.slice(0, self.r.len())
+    }
+
+    fn not_found(&self, from: usize, what: &str) -> Error {
+        Error::format(
+            from as u64,
+            format!("a serializer snapshot body followed by {what}"),
+            None,
+        )
+    }
+
+    fn find_serializer_key(&self, from: usize) -> Result<usize> {
+        let buf = self.buf();
+        let mut best: Option<usize> = None;
+        for key in [
+            &b"\x00\x0EKEY_SERIALIZER\x00\x00\x00\x02"[..],
+            &b"\x00\x10VALUE_SERIALIZER\x00\x00\x00\x02"[..],
+        ] {
+            if let Some(p) = find(&buf, key, from) {
+                best = Some(best.map_or(p, |b| b.min(p)));
+            }
+        }
+        best.ok_or_else(|| self.not_found(from, "the next serializer key"))
+    }
+
+    /// The start of the next META_INFO entry: `UTF name`, `i32 type (1|2)`, `i32 1`,
+    /// `UTF "OPERATOR_STATE_DISTRIBUTION_MODE"`. Prefers names that the handle's map contains.
+    fn find_entry_start(&self, from: usize) -> Result<usize> {
+        let buf = self.buf();
+        let mut search = from;
+        while let Some(k) = find(&buf, DISTRIBUTION_MODE_OPTION, search) {
+            // k points at the option key; before it: i32 numOptions, i32 type, UTF name.
+            if k >= from + 10
+                && buf[k - 4..k] == [0, 0, 0, 1]
+                && matches!(buf[k - 8..k - 4], [0, 0, 0, 1] | [0, 0, 0, 2])
+            {
+                let name_end = k - 8;
+                for n in &self.names {
+                    let len = n.as_bytes().len();
+                    if name_end >= from + len + 2
+                        && &buf[name_end - len..name_end] == n.as_bytes()
+                        && buf[name_end - len - 2..name_end - len] == (len as u16).to_be_bytes()
+                    {
+                        return Ok(name_end - len - 2);
+                    }
+                }
+                // A name the map does not list (Flink lists every registered state, so this
+                // is unusual): take the nearest consistent length prefix.
+                let mut s = name_end.saturating_sub(2);
+                while s >= from {
+                    let len = u16::from_be_bytes([buf[s], buf[s + 1]]) as usize;
+                    if s + 2 + len == name_end {
+                        return Ok(s);
+                    }
+                    if s == 0 {
+                        break;
+                    }
+                    s -= 1;
+                }
+            }
+            search = k + 1;
+        }
+        Err(self.not_found(from, "the next state's META_INFO entry"))
+    }
+
+    fn find_broadcast_count(&self, from: usize) -> Result<usize> {
+        let buf = self.buf();
+        // Either broadcast entries follow (count > 0, then an entry), or the count is 0 and
+        // the data (or EOF) follows.
+        if let Some(ds) = self.expected_data_start() {
+            if ds >= from + 2 && buf[ds - 2..ds] == [0, 0] {
+                // Might still be a broadcast section ending exactly at ds; prefer an entry
+                // start if one exists before ds.
+                if let Ok(e) = self.find_entry_start(from) {
+                    if e < ds && e >= from + 2 && i16::from_be_bytes([buf[e - 2], buf[e - 1]]) > 0 {
+                        return Ok(e - 2);
+                    }
+                }
+                return Ok(ds - 2);
+            }
+        }
+        let e = self.find_entry_start(from)?;
+        if e >= from + 2 && i16::from_be_bytes([buf[e - 2], buf[e - 1]]) > 0 {
+            Ok(e - 2)
+        } else {
+            Err(self.not_found(from, "the broadcast state count"))
+        }
+    }
+
+    fn find_data_start(&self, from: usize) -> Result<usize> {
+        self.expected_data_start()
+            .filter(|&d| d >= from)
+            .ok_or_else(|| self.not_found(from, "the first element of the data section"))
+    }
+
+    /// The first data byte as the offsets tell it: the smallest offset (less the snappy
+    /// identifier when compressed), or EOF when no state has elements.
+    fn expected_data_start(&self) -> Option<usize> {
+        match self.data_start {
+            Some(d) if self.compressed => Some(d.saturating_sub(SNAPPY_STREAM_IDENTIFIER.len())),
+            Some(d) => Some(d),
+            None if self.compressed => None,
+            None => Some(self.stream_len),
+        }
+    }
+
+    fn check_data_start(&self, end: usize) -> Result<()> {
+        let buf = self.buf();
+        if self.compressed {
+            if buf.len() > end && buf[end..].starts_with(&SNAPPY_STREAM_IDENTIFIER)
+                || buf.len() == end
+            {
+                return Ok(());
+            }
+            return Err(Error::format(
+                end as u64,
+                "the snappy stream identifier after the header",
+                None,
+            ));
+        }
+        match self.expected_data_start() {
+            Some(d) if d != end => Err(Error::format(
+                end as u64,
+                format!("the header to end where the first element starts (byte {d})"),
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    if from >= hay.len() || needle.is_empty() {
+        return None;
+    }
+    let first = needle[0];
+    let mut i = from;
+    while i + needle.len() <= hay.len() {
+        match hay[i..hay.len() - needle.len() + 1]
+            .iter()
+            .position(|&b| b == first)
+        {
+            None => return None,
+            Some(p) => {
+                i += p;
+                if &hay[i..i + needle.len()] == needle {
+                    return Some(i);
+                }
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// The byte ranges of every state's elements in an uncompressed stream, in the handle's state
+/// order: each element runs from its offset to the next larger offset of any state in the
+/// handle, or to the end of the stream. One sort for the whole handle.
+pub fn element_ranges(handle: &OperatorHandle, stream_len: u64) -> Result<Vec<Vec<(u64, u64)>>> {
+    let mut all: Vec<u64> = Vec::with_capacity(handle.states.iter().map(|s| s.offsets.len()).sum());
+    for s in &handle.states {
+        for o in s.offsets.iter() {
+            if o < 0 || o as u64 > stream_len {
+                return Err(Error::format(
+                    0,
+                    format!(
+                        "offsets of state '{}' within the {stream_len}-byte state stream",
+                        s.name
+                    ),
+                    Some(o.to_string()),
+                ));
+            }
+            all.push(o as u64);
+        }
+    }
+    all.sort_unstable();
+    all.dedup();
+    Ok(handle
+        .states
+        .iter()
+        .map(|s: &StateMetaInfo| {
+            s.offsets
+                .iter()
+                .map(|o| {
+                    let o = o as u64;
+                    let next = match all.binary_search(&o) {
+                        Ok(i) | Err(i) => all.get(i + 1).copied().unwrap_or(stream_len),
+                    };
+                    (o, next)
+                })
+                .collect()
+        })
+        .collect())
+}
