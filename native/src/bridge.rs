@@ -4,7 +4,7 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::error::Error;
-use crate::{describe, inspect, metadata};
+use crate::{describe, inspect, metadata, surgery};
 use bytes::Bytes;
 use jni::errors::ErrorPolicy;
 use jni::objects::{JByteArray, JClass, JString};
@@ -160,6 +160,55 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_panicForTesting<'l
     unowned
         .with_env(|_env| -> Result<(), BridgeError> {
             panic!("deliberate panic to test the JNI boundary")
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.plan(String path, String request)`: the surgery plan; writes nothing.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+    request: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let path = string_arg(env, &path)?.unwrap_or_default();
+            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let cp = Checkpoint::open(Path::new(&path))?;
+            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.apply(String path, String request, String outDir, boolean inPlace,
+/// boolean copyUnchanged)`: plans, writes and verifies the surgery; returns plan and result.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_apply<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+    request: JString<'l>,
+    out_dir: JString<'l>,
+    in_place: jni::sys::jboolean,
+    copy_unchanged: jni::sys::jboolean,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let path = string_arg(env, &path)?.unwrap_or_default();
+            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let out = surgery::Output {
+                dir: string_arg(env, &out_dir)?.unwrap_or_default().into(),
+                in_place,
+                copy_unchanged,
+            };
+            let cp = Checkpoint::open(Path::new(&path))?;
+            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            let applied = surgery::apply(&cp, &plan, &out)?;
+            let bytes = surgery::encode_plan(&cp, &plan, Some(&applied));
+            Ok(env.byte_array_from_slice(&bytes)?)
         })
         .resolve::<ThrowSurgeonException>()
 }

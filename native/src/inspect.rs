@@ -3,6 +3,7 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::handles::{KeyedHandle, OperatorHandle, StreamHandle};
+use crate::io::Enc;
 use crate::metadata::Subtasks;
 use crate::opstate;
 
@@ -229,7 +230,7 @@ impl Report {
             for s in &op.subtasks {
                 e.i32(s.index);
                 for h in [&s.managed_operator, &s.raw_operator] {
-                    e.handle(h);
+                    encode_handle(&mut e, h);
                 }
                 for k in [&s.managed_keyed, &s.raw_keyed] {
                     e.bool(k.is_some());
@@ -247,41 +248,26 @@ impl Report {
     }
 }
 
-struct Enc(Vec<u8>);
-
-impl Enc {
-    fn i32(&mut self, v: i32) {
-        self.0.extend_from_slice(&v.to_be_bytes());
-    }
-    fn i64(&mut self, v: i64) {
-        self.0.extend_from_slice(&v.to_be_bytes());
-    }
-    fn bool(&mut self, v: bool) {
-        self.0.push(v as u8);
-    }
-    fn str(&mut self, s: &str) {
-        self.i32(s.len() as i32);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-    fn handle(&mut self, h: &Option<HandleReport>) {
-        self.bool(h.is_some());
+fn encode_handle(e: &mut Enc, h: &Option<HandleReport>) {
+    {
+        e.bool(h.is_some());
         let Some(h) = h else { return };
-        self.str(&h.kind);
-        self.str(&h.delegate_kind);
-        self.str(&h.location);
-        self.i64(h.delegate_size);
-        self.bool(h.inline);
-        self.i32(h.proxy_version);
-        self.bool(h.compressed);
-        self.str(&h.stream_error);
-        self.i64(h.header_bytes);
-        self.i32(h.states.len() as i32);
+        e.str(&h.kind);
+        e.str(&h.delegate_kind);
+        e.str(&h.location);
+        e.i64(h.delegate_size);
+        e.bool(h.inline);
+        e.i32(h.proxy_version);
+        e.bool(h.compressed);
+        e.str(&h.stream_error);
+        e.i64(h.header_bytes);
+        e.i32(h.states.len() as i32);
         for s in &h.states {
-            self.str(&s.name);
-            self.str(&s.mode);
-            self.i64(s.elements);
-            self.i64(s.bytes);
-            self.str(&s.serializer);
+            e.str(&s.name);
+            e.str(&s.mode);
+            e.i64(s.elements);
+            e.i64(s.bytes);
+            e.str(&s.serializer);
         }
     }
 }

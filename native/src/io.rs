@@ -285,6 +285,25 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// The big-endian encoder of the reports handed to Java (strings: i32 length + UTF-8).
+pub struct Enc(pub Vec<u8>);
+
+impl Enc {
+    pub fn i32(&mut self, v: i32) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    pub fn bool(&mut self, v: bool) {
+        self.0.push(v as u8);
+    }
+    pub fn str(&mut self, s: &str) {
+        self.i32(s.len() as i32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,8 @@ pub mod inspect;
 pub mod io;
 pub mod metadata;
 pub mod opstate;
+pub mod surgery;
+pub mod uid;
 
 mod bridge;
 

@@ -467,3 +467,65 @@ fn write_subtask<W: Write>(s: &SubtaskState, w: &mut Writer<W>) -> std::io::Resu
     }
     Ok(())
 }
+
+impl CheckpointMetadata {
+    /// Calls `f` for every stream handle the checkpoint references, nested ones included.
+    pub fn visit_stream_handles(&self, f: &mut dyn FnMut(&StreamHandle)) {
+        fn stream(h: &Option<StreamHandle>, f: &mut dyn FnMut(&StreamHandle)) {
+            if let Some(h) = h {
+                f(h);
+                if let StreamHandle::KeyGroups(k) = h {
+                    stream(&k.delegate, f);
+                }
+            }
+        }
+        fn keyed(h: &Option<KeyedHandle>, f: &mut dyn FnMut(&StreamHandle)) {
+            match h {
+                None => {}
+                Some(KeyedHandle::KeyGroups { handle, .. }) => stream(&handle.delegate, f),
+                Some(KeyedHandle::Incremental {
+                    meta,
+                    shared,
+                    private,
+                    ..
+                }) => {
+                    stream(meta, f);
+                    for (_, h) in shared.iter().chain(private) {
+                        stream(h, f);
+                    }
+                }
+                Some(KeyedHandle::Changelog {
+                    materialized,
+                    non_materialized,
+                    ..
+                }) => {
+                    for h in materialized.iter().chain(non_materialized) {
+                        keyed(h, f);
+                    }
+                }
+                Some(KeyedHandle::ChangelogInMemory { .. }) => {}
+                Some(KeyedHandle::ChangelogFile { handles, .. }) => {
+                    for (_, h) in handles {
+                        stream(h, f);
+                    }
+                }
+            }
+        }
+        for op in &self.operators {
+            stream(&op.coordinator, f);
+            for (_, st) in op.subtask_states() {
+                for h in [st.managed_operator(), st.raw_operator()]
+                    .into_iter()
+                    .flatten()
+                {
+                    stream(&h.delegate, f);
+                }
+                keyed(&st.managed_keyed, f);
+                keyed(&st.raw_keyed, f);
+                for c in st.input_channels.iter().chain(&st.output_channels) {
+                    stream(&c.delegate, f);
+                }
+            }
+        }
+    }
+}

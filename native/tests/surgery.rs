@@ -1,0 +1,322 @@
+//! Surgery on checkpoints that real Flink wrote: what is removed is gone (from the handle maps
+//! and, when purging, from the stream headers and data), and everything else is unchanged down
+//! to the byte. Flink's own loader and a real restore judge the results in the Java tests.
+
+use bytes::Bytes;
+use checkpoint_surgeon::checkpoint::Checkpoint;
+use checkpoint_surgeon::describe;
+use checkpoint_surgeon::handles::OperatorHandle;
+use checkpoint_surgeon::io::JStr;
+use checkpoint_surgeon::opstate;
+use checkpoint_surgeon::surgery::{self, Output, Request};
+use checkpoint_surgeon::uid::operator_id_for_uid;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const STALE: &str = "topic-partition-offset-states";
+
+fn fixture_dirs(name: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path().join(name))
+        .filter(|p| p.join("_metadata").is_file())
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no fixture {name}");
+    v
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cs-test-{tag}-{}", surgery::random_file_name()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Copies a fixture so in-place tests never touch the repository.
+fn copy_fixture(dir: &Path) -> PathBuf {
+    let to = temp_dir("copy");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+    }
+    to
+}
+
+/// Every element of every state, keyed by (operator, subtask, state), as raw bytes.
+fn elements(cp: &Checkpoint) -> HashMap<(String, i32, String), Vec<Bytes>> {
+    let mut out = HashMap::new();
+    for op in &cp.metadata.operators {
+        for (i, st) in op.subtask_states() {
+            for h in [st.managed_operator(), st.raw_operator()]
+                .into_iter()
+                .flatten()
+            {
+                let stream = cp.stream_bytes(h.delegate.as_ref().unwrap()).unwrap();
+                let ranges = opstate::element_ranges(h, stream.len() as u64).unwrap();
+                for (s, r) in h.states.iter().zip(ranges) {
+                    let els = r
+                        .iter()
+                        .map(|&(a, b)| stream.slice(a as usize..b as usize))
+                        .collect();
+                    out.insert((op.hex_id(), i, s.name.to_string()), els);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn handles(cp: &Checkpoint) -> Vec<(&OperatorHandle, Bytes)> {
+    let mut v = Vec::new();
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            for h in [st.managed_operator(), st.raw_operator()]
+                .into_iter()
+                .flatten()
+            {
+                v.push((h, cp.stream_bytes(h.delegate.as_ref().unwrap()).unwrap()));
+            }
+        }
+    }
+    v
+}
+
+/// Lines of the canonical description that do not mention operator state handles.
+fn untouched_lines(cp: &Checkpoint) -> Vec<String> {
+    describe::describe(&cp.metadata)
+        .lines()
+        .filter(|l| !l.contains("Operator"))
+        .map(String::from)
+        .collect()
+}
+
+fn run(dir: &Path, request: &str, out: &Path) -> (Checkpoint, Checkpoint, surgery::Plan) {
+    let before = Checkpoint::open(dir).unwrap();
+    let req = Request::parse(request).unwrap();
+    let plan = surgery::plan(&before, &req, &mut surgery::random_file_name).unwrap();
+    let applied = surgery::apply(
+        &before,
+        &plan,
+        &Output {
+            dir: out.to_path_buf(),
+            in_place: false,
+            copy_unchanged: false,
+        },
+    )
+    .unwrap();
+    let after = Checkpoint::open(&applied.metadata_path).unwrap();
+    (before, after, plan)
+}
+
+#[test]
+fn uid_hash_finds_the_source_consumer_operator() {
+    for dir in fixture_dirs("stale-union") {
+        let cp = Checkpoint::open(&dir).unwrap();
+        let id = operator_id_for_uid("source_consumer");
+        let op = cp.metadata.operators.iter().find(|o| o.id == id);
+        let op =
+            op.unwrap_or_else(|| panic!("{}: no operator for uid source_consumer", dir.display()));
+        assert!(op.subtask_states().any(|(_, s)| s
+            .managed_operator()
+            .is_some_and(|h| h.states.iter().any(|x| x.name.to_string() == STALE))));
+    }
+}
+
+#[test]
+fn purge_removes_the_stale_union_state_and_keeps_everything_else() {
+    for dir in fixture_dirs("stale-union") {
+        let out = temp_dir("purge");
+        let (before, after, plan) = run(
+            &dir,
+            &format!("depth\tpurge\nremove-state\tuid\tsource_consumer\t{STALE}\n"),
+            &out.join("new"),
+        );
+        assert!(after.bytes.len() < before.bytes.len());
+        assert!(plan
+            .changes
+            .iter()
+            .all(|c| c.action == "purge-state" && c.elements_after == 0));
+        let removed: i64 = plan.changes.iter().map(|c| c.elements_before).sum();
+        assert!(removed > 0);
+        // gone from every handle map and every stream header
+        let stale = JStr::new(STALE);
+        for (h, stream) in handles(&after) {
+            assert!(h.states.iter().all(|s| s.name != stale));
+            let header = opstate::parse_header(&stream, h).unwrap();
+            assert!(
+                header.entry(&stale).is_none(),
+                "{}: header still names the state",
+                dir.display()
+            );
+            assert_eq!(header.entries.len(), h.states.len());
+        }
+        // every other element is byte-identical, keyed/channel/coordinator lines unchanged
+        let (eb, ea) = (elements(&before), elements(&after));
+        for (k, v) in &eb {
+            if k.2 == STALE {
+                assert!(!ea.contains_key(k));
+            } else {
+                assert_eq!(ea.get(k), Some(v), "{}: {k:?} changed", dir.display());
+            }
+        }
+        assert_eq!(untouched_lines(&before), untouched_lines(&after));
+        assert_eq!(before.metadata.master_states, after.metadata.master_states);
+        assert_eq!(before.metadata.properties, after.metadata.properties);
+    }
+}
+
+#[test]
+fn metadata_only_removal_keeps_the_header_entry() {
+    for dir in fixture_dirs("stale-union") {
+        let out = temp_dir("mdonly");
+        let (before, after, _) = run(
+            &dir,
+            &format!("depth\tmetadata-only\nremove-state\tall\t\t{STALE}\n"),
+            &out.join("new"),
+        );
+        let stale = JStr::new(STALE);
+        let mut headers_with_entry = 0;
+        for (h, stream) in handles(&after) {
+            assert!(h.states.iter().all(|s| s.name != stale));
+            // the stream is the old one: the header still registers the state
+            if let Ok(header) = opstate::parse_header(&stream, h) {
+                if header.entry(&stale).is_some() {
+                    headers_with_entry += 1;
+                }
+            }
+        }
+        assert!(headers_with_entry > 0);
+        assert_eq!(untouched_lines(&before), untouched_lines(&after));
+    }
+}
+
+#[test]
+fn dedupe_keeps_exactly_one_copy_of_each_distinct_union_element() {
+    for dir in fixture_dirs("stale-union") {
+        let out = temp_dir("dedupe");
+        let (before, after, _) = run(
+            &dir,
+            &format!("dedupe-union\tuid\tsource_consumer\t{STALE}\n"),
+            &out.join("new"),
+        );
+        let collect = |cp: &Checkpoint| {
+            let mut all: Vec<Bytes> = elements(cp)
+                .into_iter()
+                .filter(|(k, _)| k.2 == STALE)
+                .flat_map(|(_, v)| v)
+                .collect();
+            all.sort();
+            all
+        };
+        let (b, a) = (collect(&before), collect(&after));
+        let mut distinct = b.clone();
+        distinct.dedup();
+        assert!(
+            b.len() > distinct.len(),
+            "the fixture must contain duplicates"
+        );
+        assert_eq!(a, distinct, "{}", dir.display());
+        // the split state of the same operator is untouched
+        let (eb, ea) = (elements(&before), elements(&after));
+        for (k, v) in eb.iter().filter(|(k, _)| k.2 != STALE) {
+            assert_eq!(ea.get(k), Some(v));
+        }
+    }
+}
+
+#[test]
+fn purge_of_file_backed_streams_writes_new_files_and_links_the_rest() {
+    for dir in fixture_dirs("operator-state-files") {
+        let out = temp_dir("files").join("new");
+        let (before, after, plan) = run(&dir, "remove-state\tall\t\tunion-list\n", &out);
+        assert!(!plan.new_streams.is_empty());
+        for s in &plan.new_streams {
+            let name = s.file_name.as_ref().unwrap();
+            assert_eq!(std::fs::metadata(out.join(name)).unwrap().len(), s.len);
+        }
+        let (eb, ea) = (elements(&before), elements(&after));
+        for (k, v) in &eb {
+            if k.2 != "union-list" {
+                assert_eq!(ea.get(k), Some(v), "{k:?}");
+            }
+        }
+        // files of untouched handles are present next to the new _metadata
+        after.metadata.visit_stream_handles(&mut |h| {
+            if let Some(p) = after.local_file(h).unwrap() {
+                if p.starts_with(&out) {
+                    assert!(p.is_file(), "{} missing", p.display());
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn remove_operator_drops_only_that_operator() {
+    for dir in fixture_dirs("stale-union") {
+        let out = temp_dir("rmop").join("new");
+        let id: String = operator_id_for_uid("source_consumer")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let (before, after, _) = run(&dir, &format!("remove-operator\tid\t{id}\n"), &out);
+        assert_eq!(
+            after.metadata.operators.len(),
+            before.metadata.operators.len() - 1
+        );
+        let kept: Vec<_> = before
+            .metadata
+            .operators
+            .iter()
+            .filter(|o| o.hex_id() != id)
+            .collect();
+        assert_eq!(kept, after.metadata.operators.iter().collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_selector_that_matches_nothing_is_an_error() {
+    let dir = &fixture_dirs("stale-union")[0];
+    let cp = Checkpoint::open(dir).unwrap();
+    for req in [
+        "remove-state\tuid\tno-such-uid\ttopic-partition-offset-states\n",
+        "remove-state\tall\t\tno-such-state\n",
+        "dedupe-union\tall\t\tposition\n",
+    ] {
+        let r = surgery::plan(
+            &cp,
+            &Request::parse(req).unwrap(),
+            &mut surgery::random_file_name,
+        );
+        assert!(r.is_err(), "{req:?} should fail");
+    }
+}
+
+#[test]
+fn in_place_keeps_a_backup_and_swaps_atomically() {
+    let dir = copy_fixture(&fixture_dirs("stale-union")[0]);
+    let original = std::fs::read(dir.join("_metadata")).unwrap();
+    let cp = Checkpoint::open(&dir).unwrap();
+    let req = Request::parse(&format!("remove-state\tall\t\t{STALE}\n")).unwrap();
+    let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
+    let applied = surgery::apply(
+        &cp,
+        &plan,
+        &Output {
+            dir: PathBuf::new(),
+            in_place: true,
+            copy_unchanged: false,
+        },
+    )
+    .unwrap();
+    let backup = applied.backup.expect("a backup");
+    assert_eq!(std::fs::read(&backup).unwrap(), original);
+    let now = std::fs::read(dir.join("_metadata")).unwrap();
+    assert!(now.len() < original.len());
+    assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains(".tmp-")));
+}
