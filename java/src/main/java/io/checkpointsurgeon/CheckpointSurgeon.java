@@ -1,6 +1,9 @@
 package io.checkpointsurgeon;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.Objects;
 
 /**
@@ -51,5 +54,66 @@ public final class CheckpointSurgeon {
         Objects.requireNonNull(metadata, "metadata");
         NativeBridge.ensureLoaded();
         return NativeBridge.roundTrip(metadata);
+    }
+
+    /** Computes what a surgery would remove and write. Writes nothing. */
+    public static SurgeryPlan plan(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        NativeBridge.ensureLoaded();
+        return SurgeryPlan.decode(NativeBridge.plan(checkpoint.toAbsolutePath().toString(), surgery.encode()));
+    }
+
+    /**
+     * Writes the repaired checkpoint into a new directory (which must not exist or be empty).
+     * Rewritten state streams get new files there; unchanged relative state files are hard-linked
+     * (or copied, see {@link Surgery#copyUnchangedFiles()}); absolute handles keep pointing where
+     * they point. The input is never modified. When Flink is on the classpath, the new
+     * {@code _metadata} must load with Flink's own loader, or this throws {@code VALIDATION}.
+     */
+    public static SurgeryPlan apply(Path checkpoint, Surgery surgery, Path outputDir) throws CheckpointSurgeonException {
+        Objects.requireNonNull(outputDir, "outputDir");
+        return applyAndValidate(checkpoint, surgery, outputDir, false);
+    }
+
+    /**
+     * Repairs the checkpoint where it is: new state files are added next to {@code _metadata},
+     * the old {@code _metadata} is kept as {@code _metadata.backup-<millis>}, and the new one is put
+     * in place with an atomic rename. If Flink's loader rejects the result, the backup is restored.
+     */
+    public static SurgeryPlan applyInPlace(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
+        return applyAndValidate(checkpoint, surgery, null, true);
+    }
+
+    private static SurgeryPlan applyAndValidate(Path checkpoint, Surgery surgery, Path outputDir, boolean inPlace)
+            throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        Objects.requireNonNull(surgery, "surgery");
+        NativeBridge.ensureLoaded();
+        SurgeryPlan plan = SurgeryPlan.decode(NativeBridge.apply(checkpoint.toAbsolutePath().toString(),
+                surgery.encode(), outputDir == null ? "" : outputDir.toAbsolutePath().toString(), inPlace,
+                surgery.copyUnchanged()));
+        SurgeryPlan.Result result = plan.result();
+        if (!FlinkJudge.flinkAvailable()) {
+            return plan.withResult(result.withValidation("not validated: Flink is not on the classpath"));
+        }
+        Path written = Path.of(result.metadataPath());
+        try {
+            int operators = inspect(written).operators().size();
+            return plan.withResult(result.withValidation(FlinkJudge.validate(written, operators)));
+        } catch (CheckpointSurgeonException e) {
+            if (inPlace && result.backup() != null) {
+                try {
+                    Files.move(Path.of(result.backup()), written, StandardCopyOption.ATOMIC_MOVE,
+                            StandardCopyOption.REPLACE_EXISTING);
+                } catch (IOException rollback) {
+                    e.addSuppressed(rollback);
+                    throw new CheckpointSurgeonException("VALIDATION", e.getMessage() + "; restoring the backup "
+                            + result.backup() + " failed: " + rollback, e);
+                }
+                throw new CheckpointSurgeonException("VALIDATION", e.getMessage()
+                        + "; the original _metadata was restored from the backup", e);
+            }
+            throw e;
+        }
     }
 }

@@ -18,7 +18,8 @@ import picocli.CommandLine.Parameters;
         mixinStandardHelpOptions = true,
         version = "checkpoint-surgeon 0.1.0",
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
-        subcommands = {Cli.Inspect.class, CommandLine.HelpCommand.class})
+        subcommands = {Cli.Inspect.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class,
+                CommandLine.HelpCommand.class})
 public final class Cli {
     static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3;
 
@@ -68,6 +69,147 @@ public final class Cli {
             out.flush();
             return OK;
         }
+    }
+
+    /** Which operators: by uid, id or name; all operators when none is given (state commands only). */
+    static final class Selection {
+        @Option(names = "--uid", paramLabel = "UID", description = "the operator's uid as set in the job")
+        String uid;
+
+        @Option(names = "--operator-id", paramLabel = "HEX", description = "the operator id (32 hex digits)")
+        String id;
+
+        @Option(names = "--operator-name", paramLabel = "NAME", description = "the operator name (Flink 2.x metadata)")
+        String name;
+
+        Surgery.OperatorSelector selector(boolean allowAll) {
+            int given = (uid != null ? 1 : 0) + (id != null ? 1 : 0) + (name != null ? 1 : 0);
+            if (given > 1) throw new IllegalArgumentException("give at most one of --uid, --operator-id, --operator-name");
+            if (uid != null) return Surgery.OperatorSelector.uid(uid);
+            if (id != null) return Surgery.OperatorSelector.id(id);
+            if (name != null) return Surgery.OperatorSelector.name(name);
+            if (!allowAll) throw new IllegalArgumentException("give one of --uid, --operator-id, --operator-name");
+            return Surgery.OperatorSelector.all();
+        }
+    }
+
+    /** Plan by default; --apply writes to --output (a new directory) or --in-place. */
+    abstract static class SurgeryCommand implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory")
+        Path path;
+
+        @CommandLine.Mixin
+        Selection selection = new Selection();
+
+        @Option(names = "--apply", description = "write the result (without it, only the plan is printed)")
+        boolean apply;
+
+        @Option(names = "--output", paramLabel = "DIR", description = "new checkpoint directory to write (must not exist or be empty)")
+        Path output;
+
+        @Option(names = "--in-place", description = "replace _metadata where it is, keeping _metadata.backup-<millis>")
+        boolean inPlace;
+
+        @Option(names = "--copy-unchanged", description = "copy unchanged state files into --output instead of hard-linking them")
+        boolean copyUnchanged;
+
+        @Option(names = "--json", description = "print the plan (and result) as JSON")
+        boolean json;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        abstract Surgery surgery();
+
+        @Override
+        public Integer call() throws CheckpointSurgeonException {
+            Surgery surgery;
+            try {
+                surgery = surgery();
+                if (copyUnchanged) surgery.copyUnchangedFiles();
+                if (apply && (output == null) == !inPlace) {
+                    throw new IllegalArgumentException("--apply needs exactly one of --output DIR and --in-place");
+                }
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            }
+            SurgeryPlan plan = !apply ? CheckpointSurgeon.plan(path, surgery)
+                    : inPlace ? CheckpointSurgeon.applyInPlace(path, surgery)
+                    : CheckpointSurgeon.apply(path, surgery, output);
+            PrintWriter out = spec.commandLine().getOut();
+            out.print(json ? plan.toJson() : planText(plan));
+            out.flush();
+            return OK;
+        }
+    }
+
+    @Command(name = "remove-state", mixinStandardHelpOptions = true,
+            description = "Remove a named operator state (list, union or broadcast) from the selected operators, "
+                    + "or from every operator that has it. By default the state is purged: its header entry and "
+                    + "elements are cut out of every stream, so Flink no longer needs its classes.")
+    static final class RemoveState extends SurgeryCommand {
+        @Option(names = "--state", required = true, paramLabel = "NAME", description = "the state name, e.g. topic-partition-offset-states")
+        String state;
+
+        @Option(names = "--metadata-only", description = "only drop the name from _metadata's handle maps (streams untouched)")
+        boolean metadataOnly;
+
+        @Override
+        Surgery surgery() {
+            Surgery s = Surgery.removeState(selection.selector(true), state);
+            return metadataOnly ? s.metadataOnly() : s;
+        }
+    }
+
+    @Command(name = "remove-operator", mixinStandardHelpOptions = true,
+            description = "Remove one operator and all its state (what allowNonRestoredState skips at restore, but for good).")
+    static final class RemoveOperator extends SurgeryCommand {
+        @Override
+        Surgery surgery() {
+            return Surgery.removeOperator(selection.selector(false));
+        }
+    }
+
+    @Command(name = "dedupe-union", mixinStandardHelpOptions = true,
+            description = "Keep exactly one copy of each distinct element of a union list state.")
+    static final class DedupeUnion extends SurgeryCommand {
+        @Option(names = "--state", required = true, paramLabel = "NAME", description = "the union state name")
+        String state;
+
+        @Override
+        Surgery surgery() {
+            return Surgery.dedupeUnion(selection.selector(true), state);
+        }
+    }
+
+    static String planText(SurgeryPlan p) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "plan for %s (%s)%n", p.source(), p.depth()));
+        sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %12s %12s %12s%n", "operator", "subtask", "state", "action",
+                "elements", "after", "bytes cut"));
+        for (SurgeryPlan.Change c : p.changes()) {
+            sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %,12d %,12d %,12d%n", c.operatorId(),
+                    c.subtask() < 0 ? "all" : String.valueOf(c.subtask()), c.state(), c.action(), c.elementsBefore(),
+                    c.elementsAfter(), c.bytesRemoved()));
+        }
+        for (SurgeryPlan.NewStream s : p.newStreams()) {
+            sb.append(String.format(Locale.ROOT, "  rewrite %s -> %s (%s)%n", s.replaces(),
+                    s.fileName().isEmpty() ? "inline in _metadata" : "new file " + s.fileName(), bytes(s.bytes())));
+        }
+        sb.append(String.format(Locale.ROOT, "  %,d elements and %s of state removed; _metadata %s -> %s%n",
+                p.elementsRemoved(), bytes(p.bytesRemoved()), bytes(p.metadataBytesBefore()), bytes(p.metadataBytesAfter())));
+        SurgeryPlan.Result r = p.result();
+        if (r == null) {
+            sb.append("  nothing written: add --apply with --output DIR (or --in-place) to write it\n");
+        } else {
+            sb.append(String.format(Locale.ROOT, "wrote %s (%s)%n", r.metadataPath(), bytes(r.metadataBytes())));
+            for (String w : r.written()) sb.append("  new state file ").append(w).append(System.lineSeparator());
+            if (!r.linked().isEmpty()) sb.append(String.format(Locale.ROOT, "  %d unchanged state files hard-linked%n", r.linked().size()));
+            if (!r.copied().isEmpty()) sb.append(String.format(Locale.ROOT, "  %d unchanged state files copied%n", r.copied().size()));
+            if (r.backup() != null) sb.append("  backup of the old _metadata: ").append(r.backup()).append(System.lineSeparator());
+            sb.append("  validation: ").append(r.flinkValidation()).append(System.lineSeparator());
+        }
+        return sb.toString();
     }
 
     static String table(InspectReport r, boolean subtasks) {

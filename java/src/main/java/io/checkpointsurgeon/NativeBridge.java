@@ -30,6 +30,11 @@ final class NativeBridge {
 
     static native byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException;
 
+    static native byte[] plan(String path, String request) throws CheckpointSurgeonException;
+
+    static native byte[] apply(String path, String request, String outputDir, boolean inPlace,
+            boolean copyUnchanged) throws CheckpointSurgeonException;
+
     static native void panicForTesting() throws CheckpointSurgeonException;
 
     /** Throws the load failure, if the library could not be loaded. */

@@ -1,0 +1,71 @@
+package io.checkpointsurgeon;
+
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.InputStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collection;
+
+/**
+ * Loads a written {@code _metadata} with Flink's own {@code Checkpoints.loadCheckpointMetadata},
+ * when Flink is on the classpath. Reflection keeps this jar free of any compile-time Flink
+ * dependency, so one jar serves every Flink version.
+ */
+final class FlinkJudge {
+    private static final String CHECKPOINTS = "org.apache.flink.runtime.checkpoint.Checkpoints";
+
+    private FlinkJudge() {}
+
+    static boolean flinkAvailable() {
+        try {
+            Class.forName(CHECKPOINTS, false, FlinkJudge.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    static String flinkVersion() {
+        try {
+            Class<?> v = Class.forName("org.apache.flink.runtime.util.EnvironmentInformation");
+            return String.valueOf(v.getMethod("getVersion").invoke(null));
+        } catch (ReflectiveOperationException | LinkageError e) {
+            return "?";
+        }
+    }
+
+    /**
+     * Loads the file with Flink and checks it has {@code expectedOperators} operators.
+     *
+     * @return a one-line verdict
+     * @throws CheckpointSurgeonException {@code VALIDATION} if Flink cannot load it
+     */
+    static String validate(Path metadata, int expectedOperators) throws CheckpointSurgeonException {
+        ClassLoader cl = FlinkJudge.class.getClassLoader();
+        try {
+            Class<?> checkpoints = Class.forName(CHECKPOINTS, true, cl);
+            Method load = checkpoints.getMethod("loadCheckpointMetadata", DataInputStream.class, ClassLoader.class,
+                    String.class);
+            Object md;
+            try (InputStream in = new BufferedInputStream(Files.newInputStream(metadata), 1 << 20)) {
+                md = load.invoke(null, new DataInputStream(in), cl, metadata.getParent().toString());
+            }
+            Collection<?> ops = (Collection<?>) md.getClass().getMethod("getOperatorStates").invoke(md);
+            if (ops.size() != expectedOperators) {
+                throw new CheckpointSurgeonException("VALIDATION", metadata + ": Flink loaded " + ops.size()
+                        + " operators, expected " + expectedOperators);
+            }
+            return "loaded by Flink " + flinkVersion() + ": " + ops.size() + " operators";
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException("VALIDATION", metadata + ": Flink's Checkpoints.loadCheckpointMetadata"
+                    + " rejected the new file: " + e.getCause(), e.getCause());
+        } catch (CheckpointSurgeonException e) {
+            throw e;
+        } catch (Exception | LinkageError e) {
+            throw new CheckpointSurgeonException("VALIDATION", metadata + ": could not run Flink's loader: " + e, e);
+        }
+    }
+}

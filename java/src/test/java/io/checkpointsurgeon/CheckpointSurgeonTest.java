@@ -1,0 +1,139 @@
+package io.checkpointsurgeon;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.Test;
+
+/**
+ * The Java API and CLI on fixtures that real Flink wrote, without Flink on the classpath: the
+ * library loads from the jar, errors and panics arrive as CheckpointSurgeonException.
+ */
+public class CheckpointSurgeonTest {
+    static final Path FIXTURES = Path.of(System.getProperty("fixtures.root", "tests/fixtures"));
+    static final String STALE = "topic-partition-offset-states";
+
+    static Path fixture(String name) {
+        Path p = FIXTURES.resolve("1.15.4").resolve(name);
+        assertTrue(p + " is missing", Files.isRegularFile(p.resolve("_metadata")));
+        return p;
+    }
+
+    @Test
+    public void inspectReportsTheStaleUnionState() throws Exception {
+        InspectReport r = CheckpointSurgeon.inspect(fixture("stale-union"));
+        assertEquals(3, r.metadataVersion());
+        InspectReport.OperatorInfo source = r.operators().stream()
+                .filter(o -> o.stateTotals().stream().anyMatch(t -> t.name().equals(STALE)))
+                .findFirst().orElseThrow();
+        InspectReport.StateTotal t = source.stateTotals().stream().filter(x -> x.name().equals(STALE)).findFirst().orElseThrow();
+        assertEquals("UNION", t.mode());
+        assertEquals(source.parallelism(), t.handles());
+        assertTrue(t.elements() > source.parallelism());
+        assertTrue(t.bytes() > 0);
+        assertTrue(r.toJson().contains("\"" + STALE + "\""));
+    }
+
+    @Test
+    public void corruptedMetadataGivesAFormatErrorWithFileAndOffset() throws Exception {
+        byte[] good = Files.readAllBytes(fixture("operator-state-inline").resolve("_metadata"));
+        byte[] bad = Arrays.copyOf(good, good.length / 2);
+        try {
+            CheckpointSurgeon.inspect(bad, "half.bin", null);
+            fail("a truncated file must not parse");
+        } catch (CheckpointSurgeonException e) {
+            assertEquals("FORMAT", e.code());
+            assertTrue(e.getMessage(), e.getMessage().startsWith("half.bin: at byte "));
+            assertTrue(e.getMessage(), e.getMessage().contains("expected"));
+        }
+        bad = good.clone();
+        bad[0] = 0x12;
+        try {
+            CheckpointSurgeon.describe(bad);
+            fail("a wrong magic number must not parse");
+        } catch (CheckpointSurgeonException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("at byte 0: expected the _metadata magic number"));
+        }
+    }
+
+    @Test
+    public void aRustPanicBecomesAnExceptionAndTheJvmCarriesOn() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            try {
+                NativeBridge.panicForTesting();
+                fail("expected the panic as an exception");
+            } catch (CheckpointSurgeonException e) {
+                assertEquals("PANIC", e.code());
+                assertTrue(e.getMessage().contains("deliberate panic"));
+            }
+        }
+        assertFalse(CheckpointSurgeon.inspect(fixture("stale-union")).operators().isEmpty());
+    }
+
+    @Test
+    public void roundTripIsByteIdentical() throws Exception {
+        byte[] md = Files.readAllBytes(fixture("keyed-rocksdb-incremental").resolve("_metadata"));
+        assertTrue(Arrays.equals(md, CheckpointSurgeon.roundTrip(md)));
+    }
+
+    @Test
+    public void planWritesNothingAndApplyWritesANewCheckpoint() throws Exception {
+        Path in = fixture("stale-union");
+        Surgery s = Surgery.removeState(Surgery.OperatorSelector.uid("source_consumer"), STALE);
+        SurgeryPlan plan = CheckpointSurgeon.plan(in, s);
+        assertEquals(null, plan.result());
+        assertTrue(plan.elementsRemoved() > 0);
+        assertTrue(plan.metadataBytesAfter() < plan.metadataBytesBefore());
+        Path out = Files.createTempDirectory("cs").resolve("repaired");
+        SurgeryPlan done = CheckpointSurgeon.apply(in, s, out);
+        assertEquals(plan.changes(), done.changes());
+        InspectReport after = CheckpointSurgeon.inspect(out);
+        assertTrue(after.operators().stream().flatMap(o -> o.stateTotals().stream()).noneMatch(t -> t.name().equals(STALE)));
+        assertEquals(plan.metadataBytesAfter(), after.metadataBytes());
+    }
+
+    @Test
+    public void cliExitCodes() throws Exception {
+        Path in = fixture("stale-union");
+        assertEquals(Cli.OK, run("inspect", in.toString()).code);
+        Result json = run("inspect", "--json", in.toString());
+        assertEquals(Cli.OK, json.code);
+        assertTrue(json.out.trim().startsWith("{"));
+        assertEquals(Cli.USAGE, run("remove-state", in.toString()).code);
+        Result none = run("remove-state", in.toString(), "--uid", "nope", "--state", STALE);
+        assertEquals(Cli.INVALID, none.code);
+        assertTrue(none.err.contains("selects nothing"));
+        Path bad = Files.createTempFile("cs", "_metadata");
+        Files.write(bad, new byte[] {1, 2, 3});
+        assertEquals(Cli.INVALID, run("inspect", bad.toString()).code);
+    }
+
+    record Result(int code, String out, String err) {}
+
+    static Result run(String... args) {
+        PrintStream oldOut = System.out, oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int code = Cli.run(args);
+            return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    static List<String> lines(String s) {
+        return List.of(s.split("\n"));
+    }
+}
