@@ -212,3 +212,35 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_apply<'l>(
         })
         .resolve::<ThrowSurgeonException>()
 }
+
+/// `byte[] NativeBridge.applyToBytes(byte[] metadata, String name, String dir, String request)`:
+/// surgery on metadata bytes; new state files go into `dir`; returns the plan with its result,
+/// then `i32 length` and the new metadata bytes.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyToBytes<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+    name: JString<'l>,
+    dir: JString<'l>,
+    request: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let bytes = bytes_arg(env, &metadata)?;
+            let name = string_arg(env, &name)?.unwrap_or_else(|| "<bytes>".into());
+            let dir = string_arg(env, &dir)?;
+            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
+            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            let (new_bytes, applied) = surgery::apply_to_bytes(&cp, &plan)?;
+            let mut out = surgery::encode_plan(&cp, &plan, Some(&applied));
+            let n = i32::try_from(new_bytes.len()).map_err(|_| {
+                Error::InvalidArgument("the new metadata is larger than a Java array".into())
+            })?;
+            out.extend_from_slice(&n.to_be_bytes());
+            out.extend_from_slice(&new_bytes);
+            Ok(env.byte_array_from_slice(&out)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}

@@ -8,6 +8,7 @@ pub mod error;
 pub mod handles;
 pub mod inspect;
 pub mod io;
+pub mod javaser;
 pub mod metadata;
 pub mod opstate;
 pub mod surgery;

@@ -148,6 +148,7 @@ pub fn parse(buf: Bytes) -> Result<CheckpointMetadata> {
                 Some(format!("{:02X?}", &p[..p.len().min(4)])),
             ));
         }
+        crate::javaser::check_single_object(p.clone()).map_err(|e| shift_error(e, at))?;
         p
     } else {
         if r.remaining() > 0 {
@@ -191,16 +192,16 @@ fn read_master_state(r: &mut Reader) -> Result<MasterState> {
     let mut b = Reader::new(body);
     let version = b
         .i32("the master state version")
-        .map_err(|e| shift(e, end - len))?;
+        .map_err(|e| shift_error(e, end - len))?;
     let name = b
         .utf("the master state name")
-        .map_err(|e| shift(e, end - len))?;
+        .map_err(|e| shift_error(e, end - len))?;
     let n = b
         .count("the master state payload length", 1)
-        .map_err(|e| shift(e, end - len))?;
+        .map_err(|e| shift_error(e, end - len))?;
     let payload = b
         .bytes(n, "the master state payload")
-        .map_err(|e| shift(e, end - len))?;
+        .map_err(|e| shift_error(e, end - len))?;
     if b.remaining() != 0 {
         return Err(Error::format(
             (end - b.remaining()) as u64,
@@ -216,7 +217,7 @@ fn read_master_state(r: &mut Reader) -> Result<MasterState> {
 }
 
 /// Makes an offset inside a sub-reader absolute.
-fn shift(e: Error, base: usize) -> Error {
+fn shift_error(e: Error, base: usize) -> Error {
     match e {
         Error::Format {
             file,

@@ -68,6 +68,17 @@ impl StreamHeader {
 /// Parses the header of `stream`, given the handle that points at it (its map names every state
 /// the backend registered, and its offsets fix where the data starts).
 pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHeader> {
+    if stream.is_empty() && handle.states.is_empty() {
+        // An EmptyFileMergingOperatorStreamStateHandle (file merging, nothing registered).
+        return Ok(StreamHeader {
+            proxy_version: 0,
+            compressed: false,
+            list_count_at: 0,
+            broadcast_count_at: 0,
+            entries: Vec::new(),
+            data_start: 0,
+        });
+    }
     let mut r = Reader::new(stream.clone());
     let proxy_version = r.i32("the operator state proxy version")?;
     if !(1..=6).contains(&proxy_version) {

@@ -671,7 +671,6 @@ pub fn random_file_name() -> String {
 /// checkpoint (plus unreferenced new files) or the new one, never a mix.
 pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
     use std::fs;
-    let mut metadata = plan.metadata.clone();
     let target = if out.in_place {
         cp.dir.clone()
     } else {
@@ -694,45 +693,7 @@ pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
     let target = fs::canonicalize(&target).map_err(|e| Error::io(&target_s, e))?;
     let mut applied = Applied::default();
 
-    // 1. New state files.
-    for s in &plan.new_streams {
-        let Some(name) = &s.file_name else { continue };
-        let path = target.join(checked_relative(name)?);
-        write_new_file(&path, |w| {
-            for p in &s.pieces {
-                w.write_all(p)?;
-            }
-            Ok(())
-        })?;
-        applied.written.push(path);
-    }
-    // Absolute handles of new files get the output file's path.
-    let abs_prefix = JStr::new(ABSOLUTE_PLACEHOLDER);
-    for op in &mut metadata.operators {
-        let Subtasks::List(list) = &mut op.subtasks else {
-            continue;
-        };
-        for e in list {
-            let SubtaskEntry::State(_, st) = e else {
-                continue;
-            };
-            for (_, h) in [&mut st.managed_operator, &mut st.raw_operator]
-                .into_iter()
-                .flatten()
-            {
-                if let Some(OperatorHandle {
-                    delegate: Some(StreamHandle::File { path, .. }),
-                    ..
-                }) = h
-                {
-                    if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
-                        let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
-                        *path = JStr::new(&format!("file:{}", target.join(name).display()));
-                    }
-                }
-            }
-        }
-    }
+    let metadata = write_new_streams(plan, &target, &mut applied)?;
 
     // 2. Unchanged relative files must resolve next to the new _metadata.
     if !out.in_place {
@@ -812,6 +773,81 @@ pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
     applied.metadata_path = final_path;
     applied.metadata_bytes = size;
     Ok(applied)
+}
+
+/// Writes the plan's new state files into `target` and returns the model with the absolute
+/// handles of those files pointing at them.
+fn write_new_streams(
+    plan: &Plan,
+    target: &std::path::Path,
+    applied: &mut Applied,
+) -> Result<CheckpointMetadata> {
+    let mut metadata = plan.metadata.clone();
+    for s in &plan.new_streams {
+        let Some(name) = &s.file_name else { continue };
+        let path = target.join(checked_relative(name)?);
+        write_new_file(&path, |w| {
+            for p in &s.pieces {
+                w.write_all(p)?;
+            }
+            Ok(())
+        })?;
+        applied.written.push(path);
+    }
+    // Absolute handles of new files get the output file's path.
+    let abs_prefix = JStr::new(ABSOLUTE_PLACEHOLDER);
+    for op in &mut metadata.operators {
+        let Subtasks::List(list) = &mut op.subtasks else {
+            continue;
+        };
+        for e in list {
+            let SubtaskEntry::State(_, st) = e else {
+                continue;
+            };
+            for (_, h) in [&mut st.managed_operator, &mut st.raw_operator]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(OperatorHandle {
+                    delegate: Some(StreamHandle::File { path, .. }),
+                    ..
+                }) = h
+                {
+                    if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
+                        let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
+                        *path = JStr::new(&format!("file:{}", target.join(name).display()));
+                    }
+                }
+            }
+        }
+    }
+
+    Ok(metadata)
+}
+
+/// Surgery on metadata bytes that live elsewhere (an HA `CompletedCheckpoint`): new state files
+/// go into the checkpoint's directory, and the new metadata comes back as bytes, parsed again
+/// and checked, for the caller to store.
+pub fn apply_to_bytes(cp: &Checkpoint, plan: &Plan) -> Result<(Vec<u8>, Applied)> {
+    if plan.new_streams.iter().any(|s| s.file_name.is_some()) && !cp.dir.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "the surgery rewrites state files, but the checkpoint directory '{}' does not exist",
+            cp.dir.display()
+        )));
+    }
+    let mut applied = Applied::default();
+    let metadata = write_new_streams(plan, &cp.dir, &mut applied)?;
+    let bytes = metadata.to_vec();
+    let check =
+        Checkpoint::from_bytes("<new metadata>", Some(&cp.dir), Bytes::from(bytes.clone()))?;
+    if check.metadata != metadata {
+        return Err(Error::InvalidArgument(
+            "the new metadata does not parse back to the planned model".into(),
+        ));
+    }
+    verify_streams(&check, plan)?;
+    applied.metadata_bytes = bytes.len() as u64;
+    Ok((bytes, applied))
 }
 
 /// Every rewritten stream must parse, and its header must name exactly the handle's states.
