@@ -244,3 +244,27 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyToBytes<'l>(
         })
         .resolve::<ThrowSurgeonException>()
 }
+
+/// `byte[] NativeBridge.planBytes(byte[] metadata, String name, String dir, String request)`:
+/// the surgery plan for metadata bytes whose relative state files live in `dir`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planBytes<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+    name: JString<'l>,
+    dir: JString<'l>,
+    request: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let bytes = bytes_arg(env, &metadata)?;
+            let name = string_arg(env, &name)?.unwrap_or_else(|| "<bytes>".into());
+            let dir = string_arg(env, &dir)?;
+            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
+            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}

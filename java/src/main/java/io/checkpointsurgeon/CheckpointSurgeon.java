@@ -116,4 +116,61 @@ public final class CheckpointSurgeon {
             throw e;
         }
     }
+
+    /**
+     * Inspects the state inside an HA {@code completedCheckpoint<random>} file. Needs the Flink jars
+     * of the version that wrote it on the classpath.
+     */
+    public static InspectReport inspectHa(Path haFile) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        HaCheckpoint ha = HaCheckpoint.read(haFile);
+        Path dir = ha.checkpointDir();
+        return InspectReport.decode(NativeBridge.inspectBytes(ha.metadataBytes(), haFile.toString(),
+                dir == null ? null : dir.toString()));
+    }
+
+    /** The job and checkpoint an HA file belongs to. */
+    public record HaFileInfo(Path file, String jobId, long checkpointId, long fileBytes, String checkpointPath) {}
+
+    public static HaFileInfo haFileInfo(Path haFile) throws CheckpointSurgeonException {
+        HaCheckpoint ha = HaCheckpoint.read(haFile);
+        try {
+            return new HaFileInfo(haFile, ha.jobId, ha.checkpointId, Files.size(haFile), ha.externalPointer);
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("IO", haFile + ": " + e, e);
+        }
+    }
+
+    /**
+     * Applies a surgery to an HA {@code CompletedCheckpoint} file in place: Flink serializes its
+     * operator states, the native code rewrites them (new state files go into the checkpoint's
+     * directory), Flink's loader reads the result back into the object, and the file is replaced
+     * by an atomic rename after a backup. The JobManager must be stopped while this runs.
+     *
+     * @param dryRun only plan: nothing is written
+     */
+    public static SurgeryPlan repairHa(Path haFile, Surgery surgery, boolean dryRun) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        HaCheckpoint ha = HaCheckpoint.read(haFile);
+        byte[] before = ha.metadataBytes();
+        Path dir = ha.checkpointDir();
+        if (dryRun) {
+            return SurgeryPlan.decode(NativeBridge.planBytes(before, haFile.toString(),
+                    dir == null ? null : dir.toString(), surgery.encode()));
+        }
+        byte[] out = NativeBridge.applyToBytes(before, haFile.toString(), dir == null ? null : dir.toString(),
+                surgery.encode());
+        SurgeryPlan.WithMetadata result = SurgeryPlan.decodeWithMetadata(out);
+        SurgeryPlan plan = result.plan();
+        ha.replaceOperatorStates(result.metadata());
+        Path backup = ha.writeBack();
+        SurgeryPlan.Result r = plan.result();
+        try {
+            return plan.withResult(new SurgeryPlan.Result(haFile.toString(), Files.size(haFile), r.written(), r.linked(),
+                    r.copied(), backup.toString(), "loaded by Flink " + FlinkJudge.flinkVersion()
+                            + " into the CompletedCheckpoint and re-read from the new HA file"));
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("IO", haFile + ": " + e, e);
+        }
+    }
 }

@@ -18,7 +18,7 @@ import picocli.CommandLine.Parameters;
         mixinStandardHelpOptions = true,
         version = "checkpoint-surgeon 0.1.0",
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
-        subcommands = {Cli.Inspect.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class,
+        subcommands = {Cli.Inspect.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
     static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3;
@@ -179,6 +179,130 @@ public final class Cli {
         @Override
         Surgery surgery() {
             return Surgery.dedupeUnion(selection.selector(true), state);
+        }
+    }
+
+    @Command(name = "ha", mixinStandardHelpOptions = true,
+            description = "HA CompletedCheckpoint files (ZooKeeper or Kubernetes HA storage dir). Needs the Flink jars "
+                    + "of the cluster's version on the classpath.",
+            subcommands = {HaList.class, HaRepair.class})
+    static final class Ha {}
+
+    static java.util.List<Path> haFiles(Path p) throws CheckpointSurgeonException {
+        if (!java.nio.file.Files.isDirectory(p)) return java.util.List.of(p);
+        try (var s = java.nio.file.Files.walk(p, 3)) {
+            return s.filter(f -> f.getFileName().toString().startsWith("completedCheckpoint")
+                            && !f.getFileName().toString().contains(".backup-")
+                            && !f.getFileName().toString().contains(".tmp-")
+                            && java.nio.file.Files.isRegularFile(f))
+                    .sorted().toList();
+        } catch (java.io.IOException e) {
+            throw new CheckpointSurgeonException("IO", p + ": " + e, e);
+        }
+    }
+
+    @Command(name = "list", mixinStandardHelpOptions = true,
+            description = "List every completedCheckpoint file with its job, checkpoint id, size and union states.")
+    static final class HaList implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "HA_DIR", description = "high-availability.storageDir (or its <cluster-id> dir)")
+        Path dir;
+
+        @Option(names = "--json", description = "print JSON")
+        boolean json;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        public record Entry(CheckpointSurgeon.HaFileInfo file, java.util.List<String> unionStates) {}
+
+        @Override
+        public Integer call() throws CheckpointSurgeonException {
+            PrintWriter out = spec.commandLine().getOut();
+            java.util.List<Entry> entries = new java.util.ArrayList<>();
+            java.util.List<Path> files = haFiles(dir);
+            for (int i = 0; i < files.size(); i++) {
+                Path f = files.get(i);
+                spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), f);
+                CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
+                InspectReport r = CheckpointSurgeon.inspectHa(f);
+                java.util.List<String> unions = new java.util.ArrayList<>();
+                for (InspectReport.OperatorInfo op : r.operators()) {
+                    for (InspectReport.StateTotal t : op.stateTotals()) {
+                        if (t.mode().equals("UNION")) {
+                            unions.add(String.format(Locale.ROOT, "%s %s: %,d elements, %s", op.id(), t.name(), t.elements(),
+                                    t.bytes() < 0 ? "? bytes" : bytes(t.bytes())));
+                        }
+                    }
+                }
+                entries.add(new Entry(info, unions));
+            }
+            if (json) {
+                out.print(Json.write(entries));
+            } else {
+                for (Entry e : entries) {
+                    out.printf(Locale.ROOT, "%s%n  job %s, checkpoint %d, %s, %s%n", e.file().file(), e.file().jobId(),
+                            e.file().checkpointId(), bytes(e.file().fileBytes()), e.file().checkpointPath());
+                    for (String u : e.unionStates()) out.println("  union state " + u);
+                }
+                if (entries.isEmpty()) out.println("no completedCheckpoint files under " + dir);
+            }
+            out.flush();
+            return OK;
+        }
+    }
+
+    @Command(name = "repair", mixinStandardHelpOptions = true,
+            description = "Remove (or de-duplicate) a state in HA completedCheckpoint files. Plans by default; "
+                    + "--apply rewrites each file in place after a backup. Stop the JobManager first.")
+    static final class HaRepair implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "PATH", description = "a completedCheckpoint file or the HA dir")
+        Path path;
+
+        @CommandLine.Mixin
+        Selection selection = new Selection();
+
+        @Option(names = "--state", required = true, paramLabel = "NAME", description = "the state name")
+        String state;
+
+        @Option(names = "--dedupe", description = "de-duplicate the union state instead of removing it")
+        boolean dedupe;
+
+        @Option(names = "--metadata-only", description = "only drop the name from the handle maps")
+        boolean metadataOnly;
+
+        @Option(names = "--apply", description = "rewrite the files (a backup of each is kept)")
+        boolean apply;
+
+        @Option(names = "--json", description = "print JSON")
+        boolean json;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws CheckpointSurgeonException {
+            Surgery s;
+            try {
+                s = dedupe ? Surgery.dedupeUnion(selection.selector(true), state)
+                        : Surgery.removeState(selection.selector(true), state);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            }
+            if (metadataOnly) s.metadataOnly();
+            PrintWriter out = spec.commandLine().getOut();
+            if (!apply && !json) {
+                out.println("The JobManager(s) must be stopped before --apply: a running leader rewrites these files.");
+            }
+            java.util.List<SurgeryPlan> plans = new java.util.ArrayList<>();
+            java.util.List<Path> files = haFiles(path);
+            for (int i = 0; i < files.size(); i++) {
+                spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
+                plans.add(CheckpointSurgeon.repairHa(files.get(i), s, !apply));
+            }
+            if (json) out.print(Json.write(plans));
+            else for (SurgeryPlan p : plans) out.print(planText(p));
+            out.flush();
+            return OK;
         }
     }
 

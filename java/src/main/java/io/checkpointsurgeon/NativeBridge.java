@@ -35,6 +35,12 @@ final class NativeBridge {
     static native byte[] apply(String path, String request, String outputDir, boolean inPlace,
             boolean copyUnchanged) throws CheckpointSurgeonException;
 
+    static native byte[] applyToBytes(byte[] metadata, String name, String dir, String request)
+            throws CheckpointSurgeonException;
+
+    static native byte[] planBytes(byte[] metadata, String name, String dir, String request)
+            throws CheckpointSurgeonException;
+
     static native void panicForTesting() throws CheckpointSurgeonException;
 
     /** Throws the load failure, if the library could not be loaded. */

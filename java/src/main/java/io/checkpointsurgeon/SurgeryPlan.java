@@ -62,6 +62,14 @@ public record SurgeryPlan(
     /** Decodes the native plan (layout: {@code native/src/surgery.rs}, {@code encode_plan}). */
     static SurgeryPlan decode(byte[] bytes) throws CheckpointSurgeonException {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+            return decode(in);
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("JNI", "native plan is malformed: " + e, e);
+        }
+    }
+
+    private static SurgeryPlan decode(DataInputStream in) throws IOException, CheckpointSurgeonException {
+        {
             if (in.readInt() != 0x43535031) {
                 throw new CheckpointSurgeonException("JNI", "native plan has a wrong magic number");
             }
@@ -87,8 +95,20 @@ public record SurgeryPlan(
                         "not validated");
             }
             return new SurgeryPlan(source, depth, before, after, List.copyOf(changes), List.copyOf(streams), result);
+        }
+    }
+
+    /** A plan followed by new metadata bytes, as {@code applyToBytes} returns them. */
+    record WithMetadata(SurgeryPlan plan, byte[] metadata) {}
+
+    static WithMetadata decodeWithMetadata(byte[] bytes) throws CheckpointSurgeonException {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+            SurgeryPlan plan = decode(in);
+            byte[] md = new byte[in.readInt()];
+            in.readFully(md);
+            return new WithMetadata(plan, md);
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("JNI", "native plan is malformed: " + e, e);
+            throw new CheckpointSurgeonException("JNI", "native result is malformed: " + e, e);
         }
     }
 

@@ -1,0 +1,206 @@
+package io.checkpointsurgeon;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InvalidClassException;
+import java.io.OutputStream;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Map;
+
+/**
+ * An HA {@code completedCheckpoint<random>} file: a Java-serialized {@code CompletedCheckpoint}
+ * that a JobManager restores from on failover. Read and written with Flink's own classes, found
+ * by reflection so that one jar serves every Flink version; the state inside goes through Flink's
+ * own metadata serializer to the native surgery and back through Flink's own loader.
+ */
+final class HaCheckpoint {
+    private static final String COMPLETED_CHECKPOINT = "org.apache.flink.runtime.checkpoint.CompletedCheckpoint";
+
+    final Path file;
+    final Object completedCheckpoint;
+    final long checkpointId;
+    final String jobId;
+    final String externalPointer;
+
+    private HaCheckpoint(Path file, Object cc) throws ReflectiveOperationException {
+        this.file = file;
+        this.completedCheckpoint = cc;
+        this.checkpointId = (Long) call(cc, "getCheckpointID");
+        this.jobId = String.valueOf(call(cc, "getJobId"));
+        this.externalPointer = (String) call(cc, "getExternalPointer");
+    }
+
+    static HaCheckpoint read(Path file) throws CheckpointSurgeonException {
+        requireFlink(file);
+        ClassLoader cl = HaCheckpoint.class.getClassLoader();
+        Object o;
+        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 20)) {
+            Method m = Class.forName("org.apache.flink.util.InstantiationUtil")
+                    .getMethod("deserializeObject", InputStream.class, ClassLoader.class);
+            o = m.invoke(null, in, cl);
+        } catch (InvocationTargetException e) {
+            Throwable c = e.getCause();
+            if (c instanceof InvalidClassException || c instanceof ClassCastException || c instanceof ClassNotFoundException) {
+                throw new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by a Flink version"
+                        + " whose classes differ from Flink " + FlinkJudge.flinkVersion() + " on the classpath: " + c
+                        + "; run checkpoint-surgeon with the Flink jars of the cluster that wrote it", c);
+            }
+            throw new CheckpointSurgeonException("FORMAT", file + ": not a Java-serialized CompletedCheckpoint: " + c, c);
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("VALIDATION", "Flink's InstantiationUtil is not usable: " + e, e);
+        }
+        if (o == null || !o.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
+            throw new CheckpointSurgeonException("FORMAT", file + ": expected a " + COMPLETED_CHECKPOINT + ", found "
+                    + (o == null ? "null" : o.getClass().getName()));
+        }
+        try {
+            return new HaCheckpoint(file, o);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": unexpected CompletedCheckpoint shape: " + e, e);
+        }
+    }
+
+    /** The exclusive checkpoint directory (where the checkpoint's relative state files live). */
+    Path checkpointDir() {
+        if (externalPointer == null || externalPointer.isEmpty()) {
+            return null;
+        }
+        String p = externalPointer.startsWith("file://") ? externalPointer.substring(7)
+                : externalPointer.startsWith("file:") ? externalPointer.substring(5) : externalPointer;
+        if (!p.startsWith("/")) {
+            return null;
+        }
+        Path dir = Path.of(p);
+        return dir.getFileName() != null && dir.getFileName().toString().equals("_metadata") ? dir.getParent() : dir;
+    }
+
+    /** The operator states, serialized with Flink's own default metadata serializer. */
+    byte[] metadataBytes() throws CheckpointSurgeonException {
+        try {
+            Collection<?> ops = operatorStates().values();
+            Collection<?> masters = (Collection<?>) call(completedCheckpoint, "getMasterHookStates");
+            Class<?> mdClass = Class.forName("org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata");
+            Constructor<?> ctor = mdClass.getConstructor(long.class, Collection.class, Collection.class);
+            Object md = ctor.newInstance(checkpointId, new ArrayList<>(ops), new ArrayList<>(masters));
+            ByteArrayOutputStream bos = new ByteArrayOutputStream(1 << 16);
+            Method store = Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints")
+                    .getMethod("storeCheckpointMetadata", mdClass, OutputStream.class);
+            store.invoke(null, md, bos);
+            return bos.toByteArray();
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": Flink could not serialize the checkpoint's"
+                    + " operator states: " + e.getCause(), e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": " + e, e);
+        }
+    }
+
+    /**
+     * Loads new metadata bytes with Flink's loader and puts its operator states into the
+     * CompletedCheckpoint in place of the old ones.
+     */
+    void replaceOperatorStates(byte[] metadata) throws CheckpointSurgeonException {
+        try {
+            Method load = Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints").getMethod(
+                    "loadCheckpointMetadata", DataInputStream.class, ClassLoader.class, String.class);
+            Object md = load.invoke(null, new DataInputStream(new ByteArrayInputStream(metadata)),
+                    HaCheckpoint.class.getClassLoader(), externalPointer);
+            Collection<?> ops = (Collection<?>) call(md, "getOperatorStates");
+            @SuppressWarnings("unchecked")
+            Map<Object, Object> live = (Map<Object, Object>) operatorStates();
+            live.clear();
+            for (Object op : ops) {
+                live.put(call(op, "getOperatorID"), op);
+            }
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": Flink's loader rejected the repaired"
+                    + " metadata: " + e.getCause(), e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": " + e, e);
+        }
+    }
+
+    /**
+     * Writes the CompletedCheckpoint back: a temporary file in the same directory, a hard-linked
+     * backup of the old file, then an atomic rename. Returns the backup's path.
+     */
+    Path writeBack() throws CheckpointSurgeonException {
+        Path dir = file.toAbsolutePath().getParent();
+        Path tmp = dir.resolve(file.getFileName() + ".tmp-" + System.nanoTime());
+        Path backup = dir.resolve(file.getFileName() + ".backup-" + System.currentTimeMillis());
+        try {
+            try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW), 1 << 20)) {
+                Class.forName("org.apache.flink.util.InstantiationUtil")
+                        .getMethod("serializeObject", OutputStream.class, Object.class)
+                        .invoke(null, out, completedCheckpoint);
+            }
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+                ch.force(true);
+            }
+            HaCheckpoint check = read(tmp);
+            if (check.checkpointId != checkpointId) {
+                throw new CheckpointSurgeonException("VALIDATION", tmp + ": wrote checkpoint " + check.checkpointId);
+            }
+            try {
+                Files.createLink(backup, file);
+            } catch (IOException | UnsupportedOperationException e) {
+                Files.copy(file, backup, StandardCopyOption.COPY_ATTRIBUTES);
+            }
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            return backup;
+        } catch (InvocationTargetException e) {
+            deleteQuietly(tmp);
+            throw new CheckpointSurgeonException("IO", file + ": could not serialize the CompletedCheckpoint: " + e.getCause(), e.getCause());
+        } catch (IOException | ReflectiveOperationException e) {
+            deleteQuietly(tmp);
+            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+        } catch (CheckpointSurgeonException e) {
+            deleteQuietly(tmp);
+            throw e;
+        }
+    }
+
+    private Map<?, ?> operatorStates() throws ReflectiveOperationException {
+        return (Map<?, ?>) call(completedCheckpoint, "getOperatorStates");
+    }
+
+    private static Object call(Object target, String method) throws ReflectiveOperationException {
+        try {
+            return target.getClass().getMethod(method).invoke(target);
+        } catch (InvocationTargetException e) {
+            throw e;
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+            // best effort: the temporary file is not referenced by anything
+        }
+    }
+
+    static void requireFlink(Path file) throws CheckpointSurgeonException {
+        if (!FlinkJudge.flinkAvailable()) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": reading an HA CompletedCheckpoint needs the"
+                    + " Flink jars of the cluster's version on the classpath (for example -cp \"$FLINK_HOME/lib/*\")");
+        }
+    }
+}
