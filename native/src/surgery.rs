@@ -465,6 +465,15 @@ struct StreamEdit {
     removed_per_state: HashMap<usize, i64>,
 }
 
+/// Adds a cut, extending the previous one when they touch (a removed state's elements are
+/// usually one contiguous run, so millions of elements collapse into one cut).
+fn push_cut(cuts: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+    match cuts.last_mut() {
+        Some(last) if last.1 == a => last.1 = b,
+        _ => cuts.push((a, b)),
+    }
+}
+
 /// Cuts removed states (header entry and elements) and dropped elements out of a stream and
 /// shifts every remaining offset. With `purge` false only dropped elements are cut.
 fn rewrite_stream(
@@ -506,7 +515,7 @@ fn rewrite_stream(
                     }
                 }
                 for &(a, b) in &ranges[pos] {
-                    cuts.push((a, b));
+                    push_cut(&mut cuts, a, b);
                     removed += (b - a) as i64;
                 }
             }
@@ -515,7 +524,7 @@ fn rewrite_stream(
             let mut removed = 0i64;
             for (&(a, b), &k) in ranges[pos].iter().zip(keep) {
                 if !k {
-                    cuts.push((a, b));
+                    push_cut(&mut cuts, a, b);
                     removed += (b - a) as i64;
                 }
             }
