@@ -61,6 +61,10 @@ pub struct StateReport {
     /// Bytes of the state's elements in the stream; -1 when the stream was not read.
     pub bytes: i64,
     pub serializer: String,
+    /// Distinct element values in this handle (-1 when the stream was not read).
+    pub distinct: i64,
+    /// An order-independent digest of the element values: equal multisets give equal digests.
+    pub digest: i64,
 }
 
 pub fn inspect(cp: &Checkpoint) -> Report {
@@ -117,6 +121,23 @@ pub fn inspect(cp: &Checkpoint) -> Report {
     }
 }
 
+/// Counts distinct element values and sums a 64-bit FNV-1a hash per element (a multiset
+/// digest: the same elements in any order give the same sum).
+fn element_digest(stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> (i64, i64) {
+    let mut seen = std::collections::HashSet::with_capacity(ranges.len().min(1 << 20));
+    let mut digest = 0u64;
+    for &(a, b) in ranges {
+        let e = &stream[a as usize..b as usize];
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for &x in e {
+            h = (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        digest = digest.wrapping_add(h);
+        seen.insert(e);
+    }
+    (seen.len() as i64, digest as i64)
+}
+
 fn keyed_report(h: &KeyedHandle) -> (String, i64) {
     (h.kind().to_string(), h.state_size())
 }
@@ -154,6 +175,8 @@ fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
                 elements: s.offsets.len() as i64,
                 bytes: -1,
                 serializer: String::new(),
+                distinct: -1,
+                digest: 0,
             })
             .collect(),
     };
@@ -189,6 +212,9 @@ fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
                     Ok(ranges) => {
                         for (report, ranges) in r.states.iter_mut().zip(ranges) {
                             report.bytes = ranges.iter().map(|(a, b)| (b - a) as i64).sum();
+                            let (distinct, digest) = element_digest(&stream, &ranges);
+                            report.distinct = distinct;
+                            report.digest = digest;
                         }
                     }
                     Err(e) => r.stream_error = e.in_file(&name).to_string(),
@@ -268,6 +294,8 @@ fn encode_handle(e: &mut Enc, h: &Option<HandleReport>) {
             e.i64(s.elements);
             e.i64(s.bytes);
             e.str(&s.serializer);
+            e.i64(s.distinct);
+            e.i64(s.digest);
         }
     }
 }

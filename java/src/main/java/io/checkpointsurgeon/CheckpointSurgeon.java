@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -172,5 +173,26 @@ public final class CheckpointSurgeon {
         } catch (IOException e) {
             throw new CheckpointSurgeonException("IO", haFile + ": " + e, e);
         }
+    }
+
+    /**
+     * A problem {@link #doctor} found: severity ({@code ERROR}, {@code WARNING}), a stable code, what
+     * is wrong, and the command that fixes or examines it.
+     */
+    public record Finding(String severity, String code, String message, String fix) {}
+
+    /**
+     * Finds what is wrong with a checkpoint or savepoint: a union state identical in every subtask
+     * that repeats its values (the never-read union state multiplying on restore), {@code _metadata}
+     * or per-task deployment payload near or over the 10 MiB RPC frame, serializer classes that are
+     * not on the classpath (checked when Flink is on it), inline state near the 1 MiB maximum.
+     */
+    public static List<Finding> doctor(Path checkpoint) throws CheckpointSurgeonException {
+        return Doctor.examine(inspect(checkpoint), checkpoint);
+    }
+
+    /** {@link #doctor} for an HA completedCheckpoint file. */
+    public static List<Finding> doctorHa(Path haFile) throws CheckpointSurgeonException {
+        return Doctor.examine(inspectHa(haFile), haFile);
     }
 }

@@ -18,7 +18,7 @@ import picocli.CommandLine.Parameters;
         mixinStandardHelpOptions = true,
         version = "checkpoint-surgeon 0.1.0",
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
-        subcommands = {Cli.Inspect.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
+        subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
     static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3;
@@ -66,6 +66,51 @@ public final class Cli {
             InspectReport r = CheckpointSurgeon.inspect(path);
             PrintWriter out = spec.commandLine().getOut();
             out.print(json ? r.toJson() : table(r, subtasks));
+            out.flush();
+            return OK;
+        }
+    }
+
+    @Command(name = "doctor", mixinStandardHelpOptions = true,
+            description = "Find what is wrong with a checkpoint, savepoint or HA dir, and print the command that fixes it.")
+    static final class DoctorCommand implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file, checkpoint/savepoint dir, or HA dir/file")
+        Path path;
+
+        @Option(names = "--json", description = "print the findings as JSON")
+        boolean json;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        public record Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {}
+
+        @Override
+        public Integer call() throws CheckpointSurgeonException {
+            java.util.List<Result> results = new java.util.ArrayList<>();
+            boolean ha = java.nio.file.Files.isDirectory(path)
+                    ? !java.nio.file.Files.exists(path.resolve("_metadata")) && !haFiles(path).isEmpty()
+                    : path.getFileName().toString().startsWith("completedCheckpoint");
+            if (ha) {
+                java.util.List<Path> files = haFiles(path);
+                for (int i = 0; i < files.size(); i++) {
+                    spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
+                    results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i))));
+                }
+            } else {
+                results.add(new Result(path.toString(), CheckpointSurgeon.doctor(path)));
+            }
+            PrintWriter out = spec.commandLine().getOut();
+            if (json) {
+                out.print(Json.write(results));
+            } else {
+                for (Result r : results) {
+                    out.println(r.path() + ": " + (r.findings().isEmpty() ? "no problems found" : r.findings().size() + " problem(s)"));
+                    for (CheckpointSurgeon.Finding f : r.findings()) {
+                        out.printf("  %s %s: %s%n    fix: %s%n", f.severity(), f.code(), f.message(), f.fix());
+                    }
+                }
+            }
             out.flush();
             return OK;
         }

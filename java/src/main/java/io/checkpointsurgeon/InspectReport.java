@@ -113,8 +113,13 @@ public record InspectReport(
             long headerBytes,
             List<StateInfo> states) {}
 
-    /** One state in a handle: its distribution mode, element count, element bytes, serializer. */
-    public record StateInfo(String name, String mode, long elements, long bytes, String serializer) {}
+    /**
+     * One state in a handle: its distribution mode, element count, element bytes, value serializer
+     * snapshot class, how many distinct element values it has (-1 if unknown) and an
+     * order-independent digest of the values (equal contents give equal digests).
+     */
+    public record StateInfo(String name, String mode, long elements, long bytes, String serializer,
+                            long distinctElements, long digest) {}
 
     public record KeyedStateHandleInfo(String kind, long stateSize) {}
 
@@ -191,7 +196,8 @@ public record InspectReport(
         int n = in.readInt();
         List<StateInfo> states = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            states.add(new StateInfo(str(in), str(in), in.readLong(), in.readLong(), str(in)));
+            states.add(new StateInfo(str(in), str(in), in.readLong(), in.readLong(), str(in), in.readLong(),
+                    in.readLong()));
         }
         return new OperatorStateHandleInfo(kind, delegateKind, location, size, inline, proxy, compressed, error,
                 header, List.copyOf(states));

@@ -1,0 +1,105 @@
+package io.checkpointsurgeon;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/** Finds what is wrong with a checkpoint and the command that fixes it. */
+final class Doctor {
+    /** Flink's default {@code akka.framesize} / {@code pekko.framesize}: 10 MiB. */
+    static final long RPC_FRAME = 10L * 1024 * 1024;
+    /** The largest inline state (`state.storage.fs.memory-threshold` maximum): 1 MiB. */
+    static final long INLINE_MAX = 1024L * 1024;
+
+    private Doctor() {}
+
+    static List<CheckpointSurgeon.Finding> examine(InspectReport r, Path path) {
+        List<CheckpointSurgeon.Finding> out = new ArrayList<>();
+        String p = quote(path.toString());
+        if (r.metadataBytes() > RPC_FRAME / 2) {
+            out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? "ERROR" : "WARNING", "METADATA_SIZE",
+                    String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",
+                            Cli.bytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
+                    "checkpoint-surgeon inspect " + p));
+        }
+        for (InspectReport.OperatorInfo op : r.operators()) {
+            long deployment = 0;
+            for (InspectReport.StateTotal t : op.stateTotals()) {
+                if (!t.mode().equals("UNION")) continue;
+                deployment += 8 * t.elements();
+                List<InspectReport.StateInfo> copies = new ArrayList<>();
+                for (InspectReport.SubtaskInfo s : op.subtasks()) {
+                    for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                        for (InspectReport.StateInfo st : h.states()) {
+                            if (st.name().equals(t.name())) copies.add(st);
+                        }
+                    }
+                }
+                boolean identical = copies.size() > 1 && copies.stream().allMatch(c -> c.distinctElements() >= 0
+                        && c.elements() == copies.get(0).elements() && c.digest() == copies.get(0).digest());
+                boolean repeats = !copies.isEmpty() && copies.get(0).distinctElements() >= 0
+                        && copies.get(0).elements() > copies.get(0).distinctElements();
+                if (identical && repeats) {
+                    out.add(new CheckpointSurgeon.Finding("ERROR", "STALE_UNION_STATE", String.format(Locale.ROOT,
+                            "union state '%s' of operator %s is identical in all %d subtasks and repeats its values"
+                                    + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
+                                    + " no longer reads, which multiplies by the parallelism on every restore",
+                            t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements()),
+                            "checkpoint-surgeon remove-state " + p + " --operator-id " + op.id() + " --state "
+                                    + quote(t.name()) + " --apply --output " + quote(path + "-repaired")
+                                    + "   (or, if the job still reads it: dedupe-union ... --state " + quote(t.name()) + ")"));
+                }
+            }
+            for (InspectReport.SubtaskInfo s : op.subtasks()) {
+                for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    boolean hasUnion = h.states().stream().anyMatch(x -> x.mode().equals("UNION"));
+                    if (h.inline() && hasUnion) deployment += h.delegateSize();
+                    if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
+                        out.add(new CheckpointSurgeon.Finding("WARNING", "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
+                                "operator %s subtask %d keeps %s of state inline in _metadata (the inline maximum is 1 MiB)",
+                                op.id(), s.index(), Cli.bytes(h.delegateSize())), "checkpoint-surgeon inspect " + p + " --subtasks"));
+                    }
+                }
+            }
+            if (deployment > RPC_FRAME / 2) {
+                out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? "ERROR" : "WARNING", "DEPLOYMENT_SIZE",
+                        String.format(Locale.ROOT, "every subtask of operator %s receives about %s of union state handles on"
+                                + " restore, %s the default RPC frame size of 10 MiB", op.id(), Cli.bytes(deployment),
+                                deployment > RPC_FRAME ? "over" : "over half of"),
+                        "checkpoint-surgeon inspect " + p));
+            }
+        }
+        Set<String> missing = new HashSet<>();
+        ClassLoader cl = Thread.currentThread().getContextClassLoader();
+        if (FlinkJudge.flinkAvailable()) {
+            for (InspectReport.OperatorInfo op : r.operators()) {
+                for (InspectReport.SubtaskInfo s : op.subtasks()) {
+                    for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                        for (InspectReport.StateInfo st : h.states()) {
+                            String c = st.serializer();
+                            if (c.isEmpty() || missing.contains(op.id() + c)) continue;
+                            try {
+                                Class.forName(c, false, cl);
+                            } catch (ClassNotFoundException | LinkageError e) {
+                                missing.add(op.id() + c);
+                                out.add(new CheckpointSurgeon.Finding("ERROR", "SERIALIZER_CLASS_MISSING", String.format(
+                                        Locale.ROOT, "state '%s' of operator %s needs serializer class %s, which is not on"
+                                                + " the classpath: a restore with this classpath fails", st.name(), op.id(), c),
+                                        "checkpoint-surgeon remove-state " + p + " --operator-id " + op.id() + " --state "
+                                                + quote(st.name()) + " --apply --output " + quote(path + "-repaired")));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    private static String quote(String s) {
+        return s.matches("[A-Za-z0-9_./:@%+=,-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
+    }
+}

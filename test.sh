@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds everything and runs all tests: Rust (cargo test --release), plain JUnit tests and the
+# differential tests against Flink 1.15.4, 1.20.3 and 2.3.0 (gradle test).
+# Extra arguments are passed to gradle. The last line printed is "N passed, N failed".
+set -uo pipefail
+
+cd "$(dirname "$0")"
+
+if [ -d "$HOME/.cargo/bin" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+if ! command -v gradle >/dev/null 2>&1; then
+    echo "test.sh: installing Debian's gradle" >&2
+    apt-get update && apt-get install -y gradle || { echo "test.sh: could not install gradle" >&2; exit 1; }
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "test.sh: cargo is missing (install Rust with rustup)" >&2
+    exit 1
+fi
+if ! command -v java >/dev/null 2>&1; then
+    echo "test.sh: java is missing (a JDK 17 is needed)" >&2
+    exit 1
+fi
+
+# Stale results must not be counted.
+rm -rf build/test-results build/cargo-test.log
+
+gradle --no-daemon --continue test "$@"
+gradle_rc=$?
+
+# ---- summary --------------------------------------------------------------------------------
+rust_passed=0
+rust_failed=0
+if [ -f build/cargo-test.log ]; then
+    # "test result: ok. 12 passed; 0 failed; 0 ignored; ..." (one line per test binary)
+    while read -r p f; do
+        rust_passed=$((rust_passed + p))
+        rust_failed=$((rust_failed + f))
+    done < <(sed -n 's/.*test result: [A-Za-z]*\. \([0-9][0-9]*\) passed; \([0-9][0-9]*\) failed.*/\1 \2/p' build/cargo-test.log)
+fi
+
+junit_tests=0
+junit_failed=0
+junit_skipped=0
+if [ -d build/test-results ]; then
+    while IFS= read -r -d '' xml; do
+        # Only the <testsuite ...> opening tag carries the counts.
+        head=$(grep -m1 -o '<testsuite [^>]*>' "$xml" || true)
+        attr() { printf '%s' "$head" | sed -n "s/.* $1=\"\([0-9]*\)\".*/\1/p"; }
+        t=$(attr tests); f=$(attr failures); e=$(attr errors); s=$(attr skipped)
+        junit_tests=$((junit_tests + ${t:-0}))
+        junit_failed=$((junit_failed + ${f:-0} + ${e:-0}))
+        junit_skipped=$((junit_skipped + ${s:-0}))
+    done < <(find build/test-results -name 'TEST-*.xml' -print0)
+fi
+junit_passed=$((junit_tests - junit_failed - junit_skipped))
+
+passed=$((rust_passed + junit_passed))
+failed=$((rust_failed + junit_failed))
+
+echo "rust: ${rust_passed} passed, ${rust_failed} failed; junit: ${junit_passed} passed, ${junit_failed} failed, ${junit_skipped} skipped; gradle exit ${gradle_rc}"
+if [ "$gradle_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+    # The build itself failed (compile error, crashed JVM, ...): count it as a failure.
+    failed=1
+fi
+echo "${passed} passed, ${failed} failed"
+
+if [ "$gradle_rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
+    exit 1
+fi
+exit 0

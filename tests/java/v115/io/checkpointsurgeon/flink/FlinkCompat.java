@@ -1,0 +1,210 @@
+package io.checkpointsurgeon.flink;
+
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
+import org.apache.flink.runtime.checkpoint.MasterState;
+import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.checkpoint.StateObjectCollection;
+import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
+import org.apache.flink.runtime.state.InputChannelStateHandle;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.OperatorStateHandle;
+import org.apache.flink.runtime.state.ResultSubpartitionStateHandle;
+import org.apache.flink.runtime.state.StateHandleID;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
+import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
+import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
+import org.apache.flink.runtime.state.changelog.StateChange;
+
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+
+/**
+ * Flink 1.15 shims for the describer and the generator (same signatures in v115, v120, v23).
+ * 1.15 writes metadata V3: no file merging (segment handles), no CheckpointProperties trailer, no
+ * operator name/uid, no merged channel handles; incremental shared/private state are maps.
+ */
+final class FlinkCompat {
+
+    /** The Flink line these shims compile against. */
+    static final String FLINK_LINE = "1.15";
+
+    static final boolean SUPPORTS_NAME_AND_UID = false;
+    static final boolean SUPPORTS_FILE_MERGING = false;
+    static final boolean SUPPORTS_MERGED_CHANNELS = false;
+    static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = false;
+
+    /** Metadata versions older than the default that this Flink can still write (V2 is read-only). */
+    static final int[] OLDER_WRITABLE_VERSIONS = {};
+
+    private FlinkCompat() {}
+
+    // ------------------------------------------------------------------------
+    //  describer side
+    // ------------------------------------------------------------------------
+
+    static String operatorName(OperatorState state) {
+        return null;
+    }
+
+    static String operatorUid(OperatorState state) {
+        return null;
+    }
+
+    /** Segment handles do not exist before 1.20. */
+    static String describeVersionSpecificStreamHandle(StreamStateHandle h) {
+        return null;
+    }
+
+    /** FileMergingOperatorStream does not exist before 1.20. */
+    static String describeVersionSpecificOperatorHandle(OperatorStateHandle h) {
+        return null;
+    }
+
+    /** The V6 merged channel handles do not exist before 2.1. */
+    static String describeVersionSpecificChannelHandle(Object h) {
+        return null;
+    }
+
+    static StreamStateHandle incrementalMetaHandle(IncrementalRemoteKeyedStateHandle h) {
+        return h.getMetaStateHandle();
+    }
+
+    static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
+            IncrementalRemoteKeyedStateHandle h) {
+        return entries(h.getSharedState());
+    }
+
+    static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
+            IncrementalRemoteKeyedStateHandle h) {
+        return entries(h.getPrivateState());
+    }
+
+    private static List<Map.Entry<String, StreamStateHandle>> entries(
+            Map<StateHandleID, StreamStateHandle> map) {
+        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(map.size());
+        for (Map.Entry<StateHandleID, StreamStateHandle> e : map.entrySet()) {
+            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getKey().getKeyString(), e.getValue()));
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------
+    //  generator side
+    // ------------------------------------------------------------------------
+
+    static OperatorState newOperatorState(
+            String name, String uid, OperatorID id, int parallelism, int maxParallelism,
+            boolean fullyFinished) {
+        return fullyFinished
+                ? new FullyFinishedOperatorState(id, parallelism, maxParallelism)
+                : new OperatorState(id, parallelism, maxParallelism);
+    }
+
+    static StreamStateHandle newSegmentHandle(
+            Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
+        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
+    }
+
+    static StreamStateHandle emptySegmentHandle() {
+        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
+    }
+
+    static OperatorStateHandle newFileMergingOperatorHandle(
+            Path taskOwnedDir, Path sharedDir, Map<String, OperatorStateHandle.StateMetaInfo> states,
+            StreamStateHandle segmentDelegate, boolean empty) {
+        throw new UnsupportedOperationException("file merging needs Flink 1.20+");
+    }
+
+    /** Keys must be unique: 1.15 keeps shared and private state in maps. */
+    static IncrementalRemoteKeyedStateHandle newIncrementalHandle(
+            UUID backendId, KeyGroupRange range, long checkpointId,
+            List<Map.Entry<String, StreamStateHandle>> shared,
+            List<Map.Entry<String, StreamStateHandle>> privateState,
+            StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
+        return IncrementalRemoteKeyedStateHandle.restore(
+                backendId, range, checkpointId, handleMap(shared), handleMap(privateState), meta,
+                checkpointedSize, id);
+    }
+
+    private static Map<StateHandleID, StreamStateHandle> handleMap(
+            List<Map.Entry<String, StreamStateHandle>> entries) {
+        Map<StateHandleID, StreamStateHandle> out = new HashMap<>();
+        for (Map.Entry<String, StreamStateHandle> e : entries) {
+            out.put(new StateHandleID(e.getKey()), e.getValue());
+        }
+        return out;
+    }
+
+    /** 1.15 writes code 8 (no checkpoint id). */
+    static KeyedStateHandle newChangelogBackendHandle(
+            List<KeyedStateHandle> materialized, List<ChangelogStateHandle> nonMaterialized,
+            KeyGroupRange range, long checkpointId, long materializationId,
+            long checkpointedSize, StateHandleID id) {
+        return ChangelogStateBackendHandleImpl.restore(
+                materialized, nonMaterialized, range, materializationId, checkpointedSize, id);
+    }
+
+    /** 1.15 writes code 10 (no storage identifier). */
+    static ChangelogStateHandle newChangelogFileHandle(
+            List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
+            long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
+        return ChangelogStateHandleStreamImpl.restore(
+                handlesAndOffsets, range, size, checkpointedSize, id);
+    }
+
+    static StateChange newStateChange(int keyGroup, byte[] change) {
+        return new StateChange(keyGroup, change);
+    }
+
+    static Object newMergedInputChannelHandle(
+            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
+        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
+    }
+
+    static Object newMergedResultSubpartitionHandle(
+            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
+        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
+    }
+
+    static void setChannelState(
+            OperatorSubtaskState.Builder builder, List<Object> inputs, List<Object> outputs) {
+        List<InputChannelStateHandle> in = new ArrayList<>();
+        for (Object o : inputs) {
+            in.add((InputChannelStateHandle) o);
+        }
+        List<ResultSubpartitionStateHandle> out = new ArrayList<>();
+        for (Object o : outputs) {
+            out.add((ResultSubpartitionStateHandle) o);
+        }
+        builder.setInputChannelState(new StateObjectCollection<>(in));
+        builder.setResultSubpartitionState(new StateObjectCollection<>(out));
+    }
+
+    /** 1.15 writes only its default version, V3. */
+    static void store(CheckpointMetadata metadata, DataOutputStream out, int version)
+            throws IOException {
+        throw new UnsupportedOperationException("Flink 1.15 writes only metadata V3");
+    }
+
+    /** V3 has no CheckpointProperties trailer. */
+    static CheckpointMetadata newMetadata(
+            long checkpointId, Collection<OperatorState> operators,
+            Collection<MasterState> masters, Random random) {
+        return new CheckpointMetadata(checkpointId, operators, masters);
+    }
+}

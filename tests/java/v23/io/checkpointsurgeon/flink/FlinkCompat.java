@@ -1,0 +1,282 @@
+package io.checkpointsurgeon.flink;
+
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.runtime.checkpoint.CheckpointProperties;
+import org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy;
+import org.apache.flink.runtime.checkpoint.Checkpoints;
+import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
+import org.apache.flink.runtime.checkpoint.MasterState;
+import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.checkpoint.StateObjectCollection;
+import org.apache.flink.runtime.checkpoint.filemerging.LogicalFile;
+import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.checkpoint.metadata.MetadataSerializers;
+import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.apache.flink.runtime.state.CheckpointedStateScope;
+import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
+import org.apache.flink.runtime.state.InputStateHandle;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.MergedInputChannelStateHandle;
+import org.apache.flink.runtime.state.MergedResultSubpartitionStateHandle;
+import org.apache.flink.runtime.state.OperatorStateHandle;
+import org.apache.flink.runtime.state.OutputStateHandle;
+import org.apache.flink.runtime.state.StateHandleID;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
+import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
+import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
+import org.apache.flink.runtime.state.changelog.StateChange;
+import org.apache.flink.runtime.state.filemerging.DirectoryStreamStateHandle;
+import org.apache.flink.runtime.state.filemerging.EmptyFileMergingOperatorStreamStateHandle;
+import org.apache.flink.runtime.state.filemerging.EmptySegmentFileStateHandle;
+import org.apache.flink.runtime.state.filemerging.FileMergingOperatorStreamStateHandle;
+import org.apache.flink.runtime.state.filemerging.SegmentFileStateHandle;
+
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+
+/**
+ * Flink 2.x shims for the describer and the generator (same signatures in v115, v120, v23).
+ * 2.x adds operator name/uid (metadata V5+) and the merged channel-state handles (V6).
+ */
+final class FlinkCompat {
+
+    /** The Flink line these shims compile against. */
+    static final String FLINK_LINE = "2.3";
+
+    static final boolean SUPPORTS_NAME_AND_UID = true;
+    static final boolean SUPPORTS_FILE_MERGING = true;
+    static final boolean SUPPORTS_MERGED_CHANNELS = true;
+    static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = true;
+
+    /** Metadata versions older than the default that this Flink can still write. */
+    static final int[] OLDER_WRITABLE_VERSIONS = {3, 4, 5};
+
+    private FlinkCompat() {}
+
+    // ------------------------------------------------------------------------
+    //  describer side
+    // ------------------------------------------------------------------------
+
+    static String operatorName(OperatorState state) {
+        return state.getOperatorName().orElse(null);
+    }
+
+    static String operatorUid(OperatorState state) {
+        return state.getOperatorUid().orElse(null);
+    }
+
+    /** Segment handles (codes 15, 16), or null for a kind every version has. */
+    static String describeVersionSpecificStreamHandle(StreamStateHandle h) {
+        if (h instanceof EmptySegmentFileStateHandle) {
+            return "EmptySegment";
+        }
+        if (h instanceof SegmentFileStateHandle) {
+            SegmentFileStateHandle s = (SegmentFileStateHandle) h;
+            return "Segment(start=" + s.getStartPos() + ",size=" + s.getStateSize()
+                    + ",scope=" + s.getScope().name() + ",path=" + s.getFilePath()
+                    + ",logical=" + s.getLogicalFileId().getKeyString() + ")";
+        }
+        return null;
+    }
+
+    /** FileMergingOperatorStream (code 17), or null. */
+    static String describeVersionSpecificOperatorHandle(OperatorStateHandle h) {
+        if (h instanceof FileMergingOperatorStreamStateHandle) {
+            FileMergingOperatorStreamStateHandle f = (FileMergingOperatorStreamStateHandle) h;
+            return "FileMergingOperatorStream(states=" + FlinkDescriber.operatorStates(f)
+                    + ",taskOwnedDir=" + f.getTaskOwnedDirHandle().getDirectory()
+                    + ",sharedDir=" + f.getSharedDirHandle().getDirectory()
+                    + ",empty=" + (f instanceof EmptyFileMergingOperatorStreamStateHandle)
+                    + ",delegate=" + FlinkDescriber.streamHandle(f.getDelegateStateHandle())
+                    + ")";
+        }
+        return null;
+    }
+
+    /** The V6 merged channel handles, or null. */
+    static String describeVersionSpecificChannelHandle(Object h) {
+        if (h instanceof MergedInputChannelStateHandle) {
+            MergedInputChannelStateHandle m = (MergedInputChannelStateHandle) h;
+            return "MergedInputChannel(subtask=" + m.getSubtaskIndex() + ",size="
+                    + m.getStateSize() + ",delegate=" + FlinkDescriber.streamHandle(m.getDelegate())
+                    + ",offsetsBytes=" + m.getSerializedChannelOffsets().length + ")";
+        }
+        if (h instanceof MergedResultSubpartitionStateHandle) {
+            MergedResultSubpartitionStateHandle m = (MergedResultSubpartitionStateHandle) h;
+            return "MergedResultSubpartition(subtask=" + m.getSubtaskIndex() + ",size="
+                    + m.getStateSize() + ",delegate=" + FlinkDescriber.streamHandle(m.getDelegate())
+                    + ",offsetsBytes=" + m.getSerializedChannelOffsets().length + ")";
+        }
+        return null;
+    }
+
+    static StreamStateHandle incrementalMetaHandle(IncrementalRemoteKeyedStateHandle h) {
+        return h.getMetaDataStateHandle();
+    }
+
+    static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
+            IncrementalRemoteKeyedStateHandle h) {
+        return entries(h.getSharedState());
+    }
+
+    static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
+            IncrementalRemoteKeyedStateHandle h) {
+        return entries(h.getPrivateState());
+    }
+
+    private static List<Map.Entry<String, StreamStateHandle>> entries(
+            List<HandleAndLocalPath> list) {
+        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(list.size());
+        for (HandleAndLocalPath e : list) {
+            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getLocalPath(), e.getHandle()));
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------
+    //  generator side
+    // ------------------------------------------------------------------------
+
+    static OperatorState newOperatorState(
+            String name, String uid, OperatorID id, int parallelism, int maxParallelism,
+            boolean fullyFinished) {
+        return fullyFinished
+                ? new FullyFinishedOperatorState(name, uid, id, parallelism, maxParallelism)
+                : new OperatorState(name, uid, id, parallelism, maxParallelism);
+    }
+
+    static StreamStateHandle newSegmentHandle(
+            Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
+        return new SegmentFileStateHandle(
+                physicalFile, startPos, stateSize,
+                shared ? CheckpointedStateScope.SHARED : CheckpointedStateScope.EXCLUSIVE,
+                new LogicalFile.LogicalFileId(logicalId));
+    }
+
+    static StreamStateHandle emptySegmentHandle() {
+        return EmptySegmentFileStateHandle.INSTANCE;
+    }
+
+    static OperatorStateHandle newFileMergingOperatorHandle(
+            Path taskOwnedDir, Path sharedDir, Map<String, OperatorStateHandle.StateMetaInfo> states,
+            StreamStateHandle segmentDelegate, boolean empty) {
+        DirectoryStreamStateHandle taskOwned = DirectoryStreamStateHandle.of(taskOwnedDir);
+        DirectoryStreamStateHandle sharedHandle = DirectoryStreamStateHandle.of(sharedDir);
+        return empty
+                ? new EmptyFileMergingOperatorStreamStateHandle(
+                        taskOwned, sharedHandle, states, segmentDelegate)
+                : new FileMergingOperatorStreamStateHandle(
+                        taskOwned, sharedHandle, states, segmentDelegate);
+    }
+
+    static IncrementalRemoteKeyedStateHandle newIncrementalHandle(
+            UUID backendId, KeyGroupRange range, long checkpointId,
+            List<Map.Entry<String, StreamStateHandle>> shared,
+            List<Map.Entry<String, StreamStateHandle>> privateState,
+            StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
+        return IncrementalRemoteKeyedStateHandle.restore(
+                backendId, range, checkpointId, handleList(shared), handleList(privateState), meta,
+                checkpointedSize, id);
+    }
+
+    private static List<HandleAndLocalPath> handleList(
+            List<Map.Entry<String, StreamStateHandle>> entries) {
+        List<HandleAndLocalPath> out = new ArrayList<>(entries.size());
+        for (Map.Entry<String, StreamStateHandle> e : entries) {
+            out.add(HandleAndLocalPath.of(e.getValue(), e.getKey()));
+        }
+        return out;
+    }
+
+    static KeyedStateHandle newChangelogBackendHandle(
+            List<KeyedStateHandle> materialized, List<ChangelogStateHandle> nonMaterialized,
+            KeyGroupRange range, long checkpointId, long materializationId,
+            long checkpointedSize, StateHandleID id) {
+        return ChangelogStateBackendHandleImpl.restore(
+                materialized, nonMaterialized, range, checkpointId, materializationId,
+                checkpointedSize, id);
+    }
+
+    static ChangelogStateHandle newChangelogFileHandle(
+            List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
+            long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
+        return ChangelogStateHandleStreamImpl.restore(
+                handlesAndOffsets, range, size, checkpointedSize, storageIdentifier, id);
+    }
+
+    static StateChange newStateChange(int keyGroup, byte[] change) {
+        return keyGroup == StateChange.META_KEY_GROUP
+                ? StateChange.ofMetadataChange(change)
+                : StateChange.ofDataChange(keyGroup, change);
+    }
+
+    static Object newMergedInputChannelHandle(
+            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
+        return new MergedInputChannelStateHandle(subtask, delegate, size, serializedOffsets);
+    }
+
+    static Object newMergedResultSubpartitionHandle(
+            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
+        return new MergedResultSubpartitionStateHandle(subtask, delegate, size, serializedOffsets);
+    }
+
+    static void setChannelState(
+            OperatorSubtaskState.Builder builder, List<Object> inputs, List<Object> outputs) {
+        List<InputStateHandle> in = new ArrayList<>();
+        for (Object o : inputs) {
+            in.add((InputStateHandle) o);
+        }
+        List<OutputStateHandle> out = new ArrayList<>();
+        for (Object o : outputs) {
+            out.add((OutputStateHandle) o);
+        }
+        builder.setInputChannelState(new StateObjectCollection<>(in));
+        builder.setResultSubpartitionState(new StateObjectCollection<>(out));
+    }
+
+    /** Writes magic, {@code version} and body with that version's serializer. */
+    static void store(CheckpointMetadata metadata, DataOutputStream out, int version)
+            throws IOException {
+        Checkpoints.storeCheckpointMetadata(
+                metadata, out, MetadataSerializers.getSerializer(version));
+    }
+
+    /** Metadata with random (or no) CheckpointProperties for the V4+ Java-serialized trailer. */
+    static CheckpointMetadata newMetadata(
+            long checkpointId, Collection<OperatorState> operators,
+            Collection<MasterState> masters, Random random) {
+        CheckpointProperties properties;
+        switch (random.nextInt(4)) {
+            case 0:
+                properties = null;
+                break;
+            case 1:
+                properties = CheckpointProperties.forCheckpoint(
+                        CheckpointRetentionPolicy.values()[
+                                random.nextInt(CheckpointRetentionPolicy.values().length)]);
+                break;
+            case 2:
+                properties = CheckpointProperties.forSavepoint(
+                        random.nextBoolean(),
+                        SavepointFormatType.values()[
+                                random.nextInt(SavepointFormatType.values().length)]);
+                break;
+            default:
+                properties = CheckpointProperties.forUnclaimedSnapshot();
+        }
+        return new CheckpointMetadata(checkpointId, operators, masters, properties);
+    }
+}
