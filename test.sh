@@ -6,22 +6,7 @@ set -uo pipefail
 
 cd "$(dirname "$0")"
 
-if [ -d "$HOME/.cargo/bin" ]; then
-    export PATH="$HOME/.cargo/bin:$PATH"
-fi
-
-if ! command -v gradle >/dev/null 2>&1; then
-    echo "test.sh: installing Debian's gradle" >&2
-    apt-get update && apt-get install -y gradle || { echo "test.sh: could not install gradle" >&2; exit 1; }
-fi
-if ! command -v cargo >/dev/null 2>&1; then
-    echo "test.sh: cargo is missing (install Rust with rustup)" >&2
-    exit 1
-fi
-if ! command -v java >/dev/null 2>&1; then
-    echo "test.sh: java is missing (a JDK 17 is needed)" >&2
-    exit 1
-fi
+. scripts/tools.sh
 
 # Stale results must not be counted.
 rm -rf build/test-results build/cargo-test.log

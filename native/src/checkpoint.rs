@@ -34,6 +34,18 @@ pub struct Checkpoint {
     pub dir: PathBuf,
     pub bytes: Bytes,
     pub metadata: CheckpointMetadata,
+    /// Absolute state paths are read only below these directories: by default the directory
+    /// above the checkpoint (the job's checkpoint directory, which holds `shared/` and
+    /// `taskowned/`), so that a crafted `_metadata` cannot make the tool read arbitrary files.
+    pub allowed_roots: Vec<PathBuf>,
+}
+
+fn default_roots(dir: &Path) -> Vec<PathBuf> {
+    if dir.as_os_str().is_empty() {
+        return Vec::new();
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    vec![dir.parent().map(Path::to_path_buf).unwrap_or(dir)]
 }
 
 impl Checkpoint {
@@ -53,6 +65,7 @@ impl Checkpoint {
             .map_err(|e| e.in_file(&metadata_path.display().to_string()))?;
         Ok(Checkpoint {
             metadata_path,
+            allowed_roots: default_roots(&dir),
             dir,
             bytes,
             metadata,
@@ -62,9 +75,11 @@ impl Checkpoint {
     /// Wraps bytes that are already in memory (an HA file's metadata, a test input).
     pub fn from_bytes(name: &str, dir: Option<&Path>, bytes: Bytes) -> Result<Checkpoint> {
         let metadata = metadata::parse(bytes.clone()).map_err(|e| e.in_file(name))?;
+        let dir = dir.map(Path::to_path_buf).unwrap_or_default();
         Ok(Checkpoint {
             metadata_path: PathBuf::from(name),
-            dir: dir.map(Path::to_path_buf).unwrap_or_default(),
+            allowed_roots: default_roots(&dir),
+            dir,
             bytes,
             metadata,
         })
@@ -74,10 +89,29 @@ impl Checkpoint {
     pub fn local_file(&self, h: &StreamHandle) -> Result<Option<PathBuf>> {
         Ok(match h {
             StreamHandle::RelativeFile { path, .. } => {
-                Some(self.dir.join(checked_relative(&path.to_string())?))
+                let name = checked_relative(&path.to_string())?.to_string();
+                if self.dir.as_os_str().is_empty() {
+                    return Err(Error::InvalidArgument(format!(
+                        "relative state file '{name}': no checkpoint directory is known"
+                    )));
+                }
+                Some(self.dir.join(name))
             }
             StreamHandle::File { path, .. } | StreamHandle::Segment { path, .. } => {
-                Some(local_path(&path.to_string())?)
+                let p = local_path(&path.to_string())?;
+                let inside = p.components().all(|c| c != std::path::Component::ParentDir)
+                    && self.allowed_roots.iter().any(|r| p.starts_with(r));
+                if !inside {
+                    return Err(Error::InvalidArgument(format!(
+                        "state file {} lies outside the checkpoint's job directory{}; refusing to read it",
+                        p.display(),
+                        self.allowed_roots
+                            .first()
+                            .map(|r| format!(" {}", r.display()))
+                            .unwrap_or_default()
+                    )));
+                }
+                Some(p)
             }
             _ => None,
         })
