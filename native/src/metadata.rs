@@ -264,7 +264,13 @@ fn read_operator(r: &mut Reader, version: i32) -> Result<OperatorState> {
     };
     let at = r.pos();
     let n = r.i32("the number of subtask states")?;
-    let subtasks = if n < 0 && version >= 3 {
+    let subtasks = if n < -1 && version >= 3 {
+        return Err(Error::format(
+            at as u64,
+            "a number of subtask states, or -1 for a fully finished operator",
+            Some(n.to_string()),
+        ));
+    } else if n < 0 && version >= 3 {
         if coordinator.is_some() {
             return Err(Error::format(
                 at as u64,

@@ -110,6 +110,13 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
         .flat_map(|s| s.offsets.iter())
         .min()
         .map(|o| o as usize);
+    if let Some(m) = min_offset.filter(|&m| m > stream.len()) {
+        return Err(Error::format(
+            0,
+            format!("element offsets within the {}-byte state stream", stream.len()),
+            Some(m.to_string()),
+        ));
+    }
     let mut walk = Walk {
         r,
         names,
