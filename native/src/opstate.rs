@@ -113,7 +113,10 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
     if let Some(m) = min_offset.filter(|&m| m > stream.len()) {
         return Err(Error::format(
             0,
-            format!("element offsets within the {}-byte state stream", stream.len()),
+            format!(
+                "element offsets within the {}-byte state stream",
+                stream.len()
+            ),
             Some(m.to_string()),
         ));
     }

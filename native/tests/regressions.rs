@@ -24,7 +24,10 @@ fn every_fuzzer_finding_is_handled() {
         let _ = inspect::inspect(&cp).encode();
         let req = Request::parse("remove-state\tall\t\ttopic-partition-offset-states\n").unwrap();
         if let Ok(plan) = surgery::plan(&cp, &req, &mut || "f".into()) {
-            assert_eq!(metadata::parse(Bytes::from(plan.metadata.to_vec())).unwrap(), plan.metadata);
+            assert_eq!(
+                metadata::parse(Bytes::from(plan.metadata.to_vec())).unwrap(),
+                plan.metadata
+            );
         }
     }
     assert!(n > 0);
