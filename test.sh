@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds everything and runs all tests: Rust (cargo test --release), plain JUnit tests and the
-# differential tests against Flink 1.15.4, 1.20.3 and 2.3.0 (gradle test).
+# Builds everything and runs all tests: Rust (cargo test --release), plain JUnit tests, the tests
+# against Flink 1.15.4, 1.20.3 and 2.3.0 and the Kafka incident test (gradle test), then a short
+# fuzz run of every fuzz target (FUZZ_SECONDS each, default 20; FUZZ_SECONDS=0 skips it).
 # Extra arguments are passed to gradle. The last line printed is "N passed, N failed".
 set -uo pipefail
 
@@ -13,6 +14,17 @@ rm -rf build/test-results build/cargo-test.log
 
 gradle --no-daemon --continue test "$@"
 gradle_rc=$?
+
+# A bounded fuzz smoke run (FUZZ_SECONDS per target; 0 skips it), counted as one test per target.
+fuzz_passed=0
+fuzz_failed=0
+if [ "${FUZZ_SECONDS:-20}" -gt 0 ]; then
+    fuzz_out=$(native/fuzz/run.sh "${FUZZ_SECONDS:-20}")
+    if [ $? -eq 2 ]; then fuzz_out="fuzz: could not build the fuzz targets: CRASH"; fi
+    echo "$fuzz_out"
+    fuzz_passed=$(printf '%s\n' "$fuzz_out" | grep -c ', ok$' || true)
+    fuzz_failed=$(printf '%s\n' "$fuzz_out" | grep -c 'CRASH' || true)
+fi
 
 # ---- summary --------------------------------------------------------------------------------
 rust_passed=0
@@ -41,10 +53,10 @@ if [ -d build/test-results ]; then
 fi
 junit_passed=$((junit_tests - junit_failed - junit_skipped))
 
-passed=$((rust_passed + junit_passed))
-failed=$((rust_failed + junit_failed))
+passed=$((rust_passed + junit_passed + fuzz_passed))
+failed=$((rust_failed + junit_failed + fuzz_failed))
 
-echo "rust: ${rust_passed} passed, ${rust_failed} failed; junit: ${junit_passed} passed, ${junit_failed} failed, ${junit_skipped} skipped; gradle exit ${gradle_rc}"
+echo "rust: ${rust_passed} passed, ${rust_failed} failed; junit: ${junit_passed} passed, ${junit_failed} failed, ${junit_skipped} skipped; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed; gradle exit ${gradle_rc}"
 if [ "$gradle_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
     # The build itself failed (compile error, crashed JVM, ...): count it as a failure.
     failed=1

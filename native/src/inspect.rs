@@ -65,7 +65,12 @@ pub struct StateReport {
     pub distinct: i64,
     /// An order-independent digest of the element values: equal multisets give equal digests.
     pub digest: i64,
+    /// Kafka source states: the distinct (topic, partition, offset) values and how often each
+    /// occurs (at most `MAX_KAFKA_OFFSETS` of them).
+    pub kafka: Vec<(crate::kafka::KafkaOffset, u64)>,
 }
+
+const MAX_KAFKA_OFFSETS: usize = 10_000;
 
 pub fn inspect(cp: &Checkpoint) -> Report {
     let md = &cp.metadata;
@@ -138,6 +143,25 @@ fn element_digest(stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> (i64, i64) {
     (seen.len() as i64, digest as i64)
 }
 
+fn kafka_offsets(
+    state: &str,
+    stream: &bytes::Bytes,
+    ranges: &[(u64, u64)],
+) -> Vec<(crate::kafka::KafkaOffset, u64)> {
+    let Some(decode) = crate::kafka::decoder(state) else {
+        return Vec::new();
+    };
+    let mut counts: std::collections::BTreeMap<crate::kafka::KafkaOffset, u64> = Default::default();
+    for &(a, b) in ranges {
+        if let Some(k) = decode(&stream[a as usize..b as usize]) {
+            if counts.len() < MAX_KAFKA_OFFSETS || counts.contains_key(&k) {
+                *counts.entry(k).or_default() += 1;
+            }
+        }
+    }
+    counts.into_iter().collect()
+}
+
 fn keyed_report(h: &KeyedHandle) -> (String, i64) {
     (h.kind().to_string(), h.state_size())
 }
@@ -177,6 +201,7 @@ fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
                 serializer: String::new(),
                 distinct: -1,
                 digest: 0,
+                kafka: Vec::new(),
             })
             .collect(),
     };
@@ -211,6 +236,7 @@ fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
                 match opstate::element_ranges(h, stream.len() as u64) {
                     Ok(ranges) => {
                         for (report, ranges) in r.states.iter_mut().zip(ranges) {
+                            report.kafka = kafka_offsets(&report.name, &stream, &ranges);
                             report.bytes = ranges.iter().map(|(a, b)| (b - a) as i64).sum();
                             let (distinct, digest) = element_digest(&stream, &ranges);
                             report.distinct = distinct;
@@ -296,6 +322,13 @@ fn encode_handle(e: &mut Enc, h: &Option<HandleReport>) {
             e.str(&s.serializer);
             e.i64(s.distinct);
             e.i64(s.digest);
+            e.i32(s.kafka.len() as i32);
+            for (k, n) in &s.kafka {
+                e.str(&k.topic);
+                e.i32(k.partition);
+                e.i64(k.offset);
+                e.i64(*n as i64);
+            }
         }
     }
 }

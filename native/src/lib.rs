@@ -9,6 +9,7 @@ pub mod handles;
 pub mod inspect;
 pub mod io;
 pub mod javaser;
+pub mod kafka;
 pub mod metadata;
 pub mod opstate;
 pub mod surgery;

@@ -728,7 +728,9 @@ pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
             if !out.copy_unchanged && fs::hard_link(&from, &to).is_ok() {
                 applied.linked.push(to);
             } else {
-                fs::copy(&from, &to).map_err(|e| Error::io(from.display(), e))?;
+                fs::copy(&from, &to).map_err(|e| {
+                    Error::io(format!("copying {} to {}", from.display(), to.display()), e)
+                })?;
                 applied.copied.push(to);
             }
         }

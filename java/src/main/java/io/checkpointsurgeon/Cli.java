@@ -405,6 +405,18 @@ public final class Cli {
                             t.name(), t.mode(), t.elements(), t.bytes() < 0 ? "?" : String.format(Locale.ROOT, "%,d", t.bytes()), t.handles()));
                 }
             }
+            op.kafkaOffsets().forEach((state, offsets) -> {
+                sb.append(String.format(Locale.ROOT, "  Kafka offsets in %s:%n", state));
+                int shown = 0;
+                for (InspectReport.KafkaOffset k : offsets) {
+                    if (shown++ == 20) {
+                        sb.append(String.format(Locale.ROOT, "    ... %d more (see --json)%n", offsets.size() - 20));
+                        break;
+                    }
+                    sb.append(String.format(Locale.ROOT, "    %s-%d @ %d%s%n", k.topic(), k.partition(), k.offset(),
+                            k.count() > 1 ? String.format(Locale.ROOT, "  (x%,d)", k.count()) : ""));
+                }
+            });
             long keyed = op.keyedStateBytes();
             long keyedHandles = op.subtasks().stream().filter(s -> s.managedKeyedState() != null || s.rawKeyedState() != null).count();
             if (keyedHandles > 0) {

@@ -50,6 +50,31 @@ public record InspectReport(
             return new ArrayList<>(totals.values());
         }
 
+        /**
+         * The Kafka positions in this operator's state, summed over subtasks: per state name, each
+         * distinct (topic, partition, offset) with the number of elements that hold it.
+         */
+        public Map<String, List<KafkaOffset>> kafkaOffsets() {
+            Map<String, Map<List<Object>, long[]>> acc = new LinkedHashMap<>();
+            for (SubtaskInfo s : subtasks) {
+                for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    for (StateInfo st : h.states()) {
+                        for (KafkaOffset k : st.kafkaOffsets()) {
+                            acc.computeIfAbsent(st.name(), x -> new java.util.TreeMap<>(java.util.Comparator
+                                    .comparing((List<Object> l) -> (String) l.get(0))
+                                    .thenComparing(l -> (Integer) l.get(1)).thenComparing(l -> (Long) l.get(2))))
+                                    .computeIfAbsent(List.of(k.topic(), k.partition(), k.offset()), x -> new long[1])[0] += k.count();
+                        }
+                    }
+                }
+            }
+            Map<String, List<KafkaOffset>> out = new LinkedHashMap<>();
+            acc.forEach((state, m) -> out.put(state, m.entrySet().stream()
+                    .map(e -> new KafkaOffset((String) e.getKey().get(0), (Integer) e.getKey().get(1),
+                            (Long) e.getKey().get(2), e.getValue()[0])).toList()));
+            return out;
+        }
+
         public long operatorStateBytes() {
             long sum = 0;
             for (SubtaskInfo s : subtasks) {
@@ -119,7 +144,14 @@ public record InspectReport(
      * order-independent digest of the values (equal contents give equal digests).
      */
     public record StateInfo(String name, String mode, long elements, long bytes, String serializer,
-                            long distinctElements, long digest) {}
+                            long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {}
+
+    /**
+     * A Kafka source position decoded natively from {@code topic-partition-offset-states} (the
+     * legacy FlinkKafkaConsumer) or {@code SourceReaderState} (KafkaSource splits; the offset is
+     * the next one to read), with how many elements hold it.
+     */
+    public record KafkaOffset(String topic, int partition, long offset, long count) {}
 
     public record KeyedStateHandleInfo(String kind, long stateSize) {}
 
@@ -196,8 +228,16 @@ public record InspectReport(
         int n = in.readInt();
         List<StateInfo> states = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            states.add(new StateInfo(str(in), str(in), in.readLong(), in.readLong(), str(in), in.readLong(),
-                    in.readLong()));
+            String name = str(in), mode = str(in);
+            long elements = in.readLong(), bytes = in.readLong();
+            String serializer = str(in);
+            long distinct = in.readLong(), digest = in.readLong();
+            int k = in.readInt();
+            List<KafkaOffset> kafka = new ArrayList<>(k);
+            for (int j = 0; j < k; j++) {
+                kafka.add(new KafkaOffset(str(in), in.readInt(), in.readLong(), in.readLong()));
+            }
+            states.add(new StateInfo(name, mode, elements, bytes, serializer, distinct, digest, List.copyOf(kafka)));
         }
         return new OperatorStateHandleInfo(kind, delegateKind, location, size, inline, proxy, compressed, error,
                 header, List.copyOf(states));

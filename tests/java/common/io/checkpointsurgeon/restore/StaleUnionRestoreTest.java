@@ -636,6 +636,9 @@ public class StaleUnionRestoreTest {
                 }
                 Thread.sleep(50);
             }
+            // A job stopped with a savepoint finishes, and Flink may then delete its retained
+            // checkpoints at any moment: remember the last one seen while it ran.
+            run.checkpoint = latestCheckpoint(run.jobDir);
             if (savepoint) {
                 String sp = client.stopWithSavepoint(false, toPath(conf.toMap().get("state.savepoints.dir")).toUri().toString(),
                         SavepointFormatType.CANONICAL).get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
@@ -652,7 +655,10 @@ public class StaleUnionRestoreTest {
                 result.handle((r, t) -> null).get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             }
         }
-        run.checkpoint = latestCheckpoint(run.jobDir);
+        Path latest = latestCheckpoint(run.jobDir);
+        if (latest != null) {
+            run.checkpoint = latest;
+        }
         return run;
     }
 
