@@ -38,6 +38,10 @@ pub struct Checkpoint {
     /// above the checkpoint (the job's checkpoint directory, which holds `shared/` and
     /// `taskowned/`), so that a crafted `_metadata` cannot make the tool read arbitrary files.
     pub allowed_roots: Vec<PathBuf>,
+    /// Remote directories mirrored on local disk, longest prefix first: an absolute handle whose
+    /// path starts with a prefix (a Flink path ending in `/`, e.g. `s3://bucket/chk/job/`) is read
+    /// from the local directory joined with the rest of the path (see [`Checkpoint::with_mirrors`]).
+    pub mirrors: Vec<(String, PathBuf)>,
 }
 
 fn default_roots(dir: &Path) -> Vec<PathBuf> {
@@ -69,6 +73,7 @@ impl Checkpoint {
             dir,
             bytes,
             metadata,
+            mirrors: Vec::new(),
         })
     }
 
@@ -82,7 +87,52 @@ impl Checkpoint {
             dir,
             bytes,
             metadata,
+            mirrors: Vec::new(),
         })
+    }
+
+    /// Adds mirrors given as lines `remote-prefix<TAB>local-dir` (the Java side stages remote
+    /// checkpoints, e.g. on S3, in a local directory and names the remote directory it copied).
+    pub fn with_mirrors(mut self, spec: &str) -> Result<Checkpoint> {
+        for line in spec.lines().filter(|l| !l.trim().is_empty()) {
+            let Some((prefix, local)) = line.split_once('\t') else {
+                return Err(Error::InvalidArgument(format!(
+                    "mirror line '{line}' is not 'remote-prefix<TAB>local-dir'"
+                )));
+            };
+            self.add_mirror(prefix, PathBuf::from(local));
+        }
+        Ok(self)
+    }
+
+    pub fn add_mirror(&mut self, prefix: &str, local: PathBuf) {
+        let mut prefix = prefix.to_string();
+        if !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        self.mirrors.push((prefix, local));
+        self.mirrors.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    }
+
+    /// The local copy of a mirrored absolute path; an error when the rest of the path could
+    /// leave the mirror directory.
+    fn mirrored(&self, path: &str) -> Result<Option<PathBuf>> {
+        for (prefix, local) in &self.mirrors {
+            if let Some(rest) = path.strip_prefix(prefix.as_str()) {
+                if rest.is_empty()
+                    || rest.contains('\\')
+                    || rest
+                        .split('/')
+                        .any(|c| c.is_empty() || c == "." || c == "..")
+                {
+                    return Err(Error::InvalidArgument(format!(
+                        "state file {path}: '{rest}' is not a plain path below {prefix}; refusing to read it"
+                    )));
+                }
+                return Ok(Some(local.join(rest)));
+            }
+        }
+        Ok(None)
     }
 
     /// The local file a stream handle's bytes live in, if they live in a file.
@@ -98,6 +148,9 @@ impl Checkpoint {
                 Some(self.dir.join(name))
             }
             StreamHandle::File { path, .. } | StreamHandle::Segment { path, .. } => {
+                if let Some(p) = self.mirrored(&path.to_string())? {
+                    return Ok(Some(p));
+                }
                 let p = local_path(&path.to_string())?;
                 let inside = p.components().all(|c| c != std::path::Component::ParentDir)
                     && self.allowed_roots.iter().any(|r| p.starts_with(r));

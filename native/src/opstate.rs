@@ -421,6 +421,40 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     None
 }
 
+/// Whether elements can be cut out of this stream byte-wise. Uncompressed streams always can.
+/// A snappy-compressed stream (Flink 1.19+) has one stream identifier after the header and then
+/// independent frames, each element starting a fresh frame, so whole elements can be cut too.
+/// The Flink 1.18 layout, with an identifier before each state's data, is refused.
+pub fn check_frames_cuttable(
+    stream: &Bytes,
+    header: &StreamHeader,
+    h: &OperatorHandle,
+) -> Result<()> {
+    if !header.compressed {
+        return Ok(());
+    }
+    let id = &SNAPPY_STREAM_IDENTIFIER[..];
+    let per_state_identifiers =
+        h.states
+            .iter()
+            .filter_map(|s| s.offsets.iter().min())
+            .any(|first| {
+                let first = first as usize;
+                first >= header.data_start + 2 * id.len()
+                    && stream.get(first - id.len()..first) == Some(id)
+            });
+    if per_state_identifiers {
+        return Err(Error::Unsupported {
+            file: String::new(),
+            offset: header.data_start as u64,
+            what: "cutting a snappy-compressed stream with a stream identifier per state \
+                   (the Flink 1.18 layout); use --metadata-only"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// The byte ranges of every state's elements in an uncompressed stream, in the handle's state
 /// order: each element runs from its offset to the next larger offset of any state in the
 /// handle, or to the end of the stream. One sort for the whole handle.

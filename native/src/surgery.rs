@@ -250,13 +250,7 @@ pub fn plan(
                             })?;
                             let stream = cp.stream_bytes(delegate)?;
                             let header = opstate::parse_header(&stream, h)?;
-                            if header.compressed {
-                                return Err(Error::Unsupported {
-                                    file: String::new(),
-                                    offset: 0,
-                                    what: "de-duplication of a snappy-compressed operator state stream".into(),
-                                });
-                            }
+                            opstate::check_frames_cuttable(&stream, &header, h)?;
                             let ranges = &opstate::element_ranges(h, stream.len() as u64)?[pos];
                             let keep: Vec<bool> = ranges
                                 .iter()
@@ -488,13 +482,7 @@ fn rewrite_stream(
     let location = delegate_location(delegate);
     let stream = cp.stream_bytes(delegate)?;
     let header = opstate::parse_header(&stream, h).map_err(|e| e.in_file(&location))?;
-    if header.compressed {
-        return Err(Error::Unsupported {
-            file: location,
-            offset: 0,
-            what: "purging a snappy-compressed operator state stream (use --metadata-only)".into(),
-        });
-    }
+    opstate::check_frames_cuttable(&stream, &header, h).map_err(|e| e.in_file(&location))?;
     let ranges =
         opstate::element_ranges(h, stream.len() as u64).map_err(|e| e.in_file(&location))?;
     // Byte ranges to cut, and the two i16 counts to patch.
@@ -702,7 +690,7 @@ pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
     let target = fs::canonicalize(&target).map_err(|e| Error::io(&target_s, e))?;
     let mut applied = Applied::default();
 
-    let metadata = write_new_streams(plan, &target, &mut applied)?;
+    let metadata = write_new_streams(plan, &target, None, &mut applied)?;
 
     // 2. Unchanged relative files must resolve next to the new _metadata.
     if !out.in_place {
@@ -787,10 +775,12 @@ pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
 }
 
 /// Writes the plan's new state files into `target` and returns the model with the absolute
-/// handles of those files pointing at them.
+/// handles of those files pointing at them: at `target`, or at `<out_uri>/<name>` when the files
+/// will be copied to `out_uri` (a remote directory) by the caller.
 fn write_new_streams(
     plan: &Plan,
     target: &std::path::Path,
+    out_uri: Option<&str>,
     applied: &mut Applied,
 ) -> Result<CheckpointMetadata> {
     let mut metadata = plan.metadata.clone();
@@ -826,7 +816,10 @@ fn write_new_streams(
                 {
                     if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
                         let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
-                        *path = JStr::new(&format!("file:{}", target.join(name).display()));
+                        *path = JStr::new(&match out_uri {
+                            Some(u) => format!("{}/{name}", u.trim_end_matches('/')),
+                            None => format!("file:{}", target.join(name).display()),
+                        });
                     }
                 }
             }
@@ -840,6 +833,17 @@ fn write_new_streams(
 /// go into the checkpoint's directory, and the new metadata comes back as bytes, parsed again
 /// and checked, for the caller to store.
 pub fn apply_to_bytes(cp: &Checkpoint, plan: &Plan) -> Result<(Vec<u8>, Applied)> {
+    apply_to_bytes_for(cp, plan, None)
+}
+
+/// [`apply_to_bytes`] for a checkpoint staged from remote storage: new state files are written
+/// into `cp.dir`, and absolute handles of new files name `<out_uri>/<file>`, where the caller
+/// uploads them. `out_uri` is mirrored to `cp.dir` for the check of the rewritten streams.
+pub fn apply_to_bytes_for(
+    cp: &Checkpoint,
+    plan: &Plan,
+    out_uri: Option<&str>,
+) -> Result<(Vec<u8>, Applied)> {
     if plan.new_streams.iter().any(|s| s.file_name.is_some()) && !cp.dir.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "the surgery rewrites state files, but the checkpoint directory '{}' does not exist",
@@ -847,10 +851,14 @@ pub fn apply_to_bytes(cp: &Checkpoint, plan: &Plan) -> Result<(Vec<u8>, Applied)
         )));
     }
     let mut applied = Applied::default();
-    let metadata = write_new_streams(plan, &cp.dir, &mut applied)?;
+    let metadata = write_new_streams(plan, &cp.dir, out_uri, &mut applied)?;
     let bytes = metadata.to_vec();
-    let check =
+    let mut check =
         Checkpoint::from_bytes("<new metadata>", Some(&cp.dir), Bytes::from(bytes.clone()))?;
+    check.mirrors = cp.mirrors.clone();
+    if let Some(u) = out_uri {
+        check.add_mirror(u, cp.dir.clone());
+    }
     if check.metadata != metadata {
         return Err(Error::InvalidArgument(
             "the new metadata does not parse back to the planned model".into(),

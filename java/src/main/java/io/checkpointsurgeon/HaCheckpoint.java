@@ -70,11 +70,74 @@ final class HaCheckpoint {
             throw new CheckpointSurgeonException("FORMAT", file + ": expected a " + COMPLETED_CHECKPOINT + ", found "
                     + (o == null ? "null" : o.getClass().getName()));
         }
+        checkWrittenByThisFlinkVersion(file, cl);
         try {
             return new HaCheckpoint(file, o);
         } catch (ReflectiveOperationException e) {
             throw new CheckpointSurgeonException("VALIDATION", file + ": unexpected CompletedCheckpoint shape: " + e, e);
         }
+    }
+
+    /**
+     * Java serialization accepts a stream whose classes have the same serialVersionUID but other
+     * fields (missing fields stay null, unknown ones are dropped), and the UIDs of Flink's checkpoint
+     * classes never change: Flink 1.20 and 2.x silently read a 1.15 CompletedCheckpoint. Rewriting it
+     * with the wrong version's classes must not happen, so every Flink class description in the file
+     * must have exactly the fields of the class on the classpath.
+     */
+    private static void checkWrittenByThisFlinkVersion(Path file, ClassLoader cl) throws CheckpointSurgeonException {
+        java.util.Set<String> mismatches = new java.util.LinkedHashSet<>();
+        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 20);
+             java.io.ObjectInputStream ois = new java.io.ObjectInputStream(in) {
+                 @Override
+                 protected java.io.ObjectStreamClass readClassDescriptor() throws IOException, ClassNotFoundException {
+                     java.io.ObjectStreamClass d = super.readClassDescriptor();
+                     if (d.getName().startsWith("org.apache.flink.")) {
+                         java.io.ObjectStreamClass local = java.io.ObjectStreamClass.lookup(Class.forName(d.getName(), false, cl));
+                         java.util.List<String> inFile = fields(d);
+                         java.util.List<String> here = local == null ? java.util.List.of() : fields(local);
+                         if (!inFile.equals(here)) {
+                             java.util.List<String> onlyFile = new ArrayList<>(inFile);
+                             onlyFile.removeAll(here);
+                             java.util.List<String> onlyHere = new ArrayList<>(here);
+                             onlyHere.removeAll(inFile);
+                             mismatches.add(d.getName() + (local == null ? " is not serializable here"
+                                     : ": fields only in the file " + onlyFile + ", only here " + onlyHere));
+                         }
+                     }
+                     return d;
+                 }
+
+                 @Override
+                 protected Class<?> resolveClass(java.io.ObjectStreamClass desc) throws IOException, ClassNotFoundException {
+                     try {
+                         return Class.forName(desc.getName(), false, cl);
+                     } catch (ClassNotFoundException e) {
+                         return super.resolveClass(desc);
+                     }
+                 }
+             }) {
+            ois.readObject();
+        } catch (IOException | ClassNotFoundException | RuntimeException e) {
+            if (mismatches.isEmpty()) {
+                throw new CheckpointSurgeonException("VALIDATION", file + ": could not check the classes of the HA file"
+                        + " against Flink " + FlinkJudge.flinkVersion() + ": " + e, e);
+            }
+        }
+        if (!mismatches.isEmpty()) {
+            throw new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by another Flink version"
+                    + " than Flink " + FlinkJudge.flinkVersion() + " on the classpath (" + String.join("; ", mismatches)
+                    + "); run checkpoint-surgeon with the Flink jars of the cluster that wrote it");
+        }
+    }
+
+    private static java.util.List<String> fields(java.io.ObjectStreamClass c) {
+        java.util.List<String> l = new ArrayList<>();
+        for (java.io.ObjectStreamField f : c.getFields()) {
+            l.add(f.getName() + ":" + (f.isPrimitive() ? String.valueOf(f.getTypeCode()) : f.getTypeString()));
+        }
+        java.util.Collections.sort(l);
+        return l;
     }
 
     /** The exclusive checkpoint directory (where the checkpoint's relative state files live). */

@@ -41,6 +41,48 @@ final class ReaderShims {
         return out;
     }
 
+    /**
+     * Reads a Long split list state and a String-to-Long broadcast state of one operator, as
+     * "list:&lt;value&gt;" and "broadcast:&lt;key&gt;=&lt;value&gt;" (broadcast entries once), sorted.
+     */
+    static List<String> readListAndBroadcast(String path, String uid, String listState, String broadcastState)
+            throws Exception {
+        Configuration conf = new Configuration();
+        conf.setString("rest.bind-port", "0");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        SavepointReader reader = SavepointReader.read(env, path);
+        DataStream<String> list = reader.readListState(OperatorIdentifier.forUid(uid), listState, Types.LONG)
+                .map(new LongPrefix("list:"));
+        DataStream<String> broadcast = reader.readBroadcastState(OperatorIdentifier.forUid(uid), broadcastState,
+                Types.STRING, Types.LONG).map(new EntryText());
+        List<String> out = new ArrayList<>();
+        try (CloseableIterator<String> it = list.union(broadcast).executeAndCollect()) {
+            it.forEachRemaining(out::add);
+        }
+        Collections.sort(out);
+        return out;
+    }
+
+    static final class LongPrefix implements MapFunction<Long, String> {
+        private final String prefix;
+
+        LongPrefix(String prefix) {
+            this.prefix = prefix;
+        }
+
+        @Override
+        public String map(Long value) {
+            return prefix + value;
+        }
+    }
+
+    static final class EntryText implements MapFunction<org.apache.flink.api.java.tuple.Tuple2<String, Long>, String> {
+        @Override
+        public String map(org.apache.flink.api.java.tuple.Tuple2<String, Long> e) {
+            return "broadcast:" + e.f0 + "=" + e.f1;
+        }
+    }
+
     static final class Prefix implements MapFunction<String, String> {
         private final String prefix;
 

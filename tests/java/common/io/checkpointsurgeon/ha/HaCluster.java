@@ -1,0 +1,286 @@
+package io.checkpointsurgeon.ha;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.highavailability.HighAvailabilityServices;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+import java.io.IOException;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * A MiniCluster with ZooKeeper HA whose shutdown behaves like a JobManager crash: the HA data
+ * (ZooKeeper nodes, job graphs and completedCheckpoint files in the HA storage dir) is never
+ * cleaned up, whatever the Flink version's {@code closeAsync} would do (1.15's always cleans up).
+ */
+final class HaCluster implements AutoCloseable {
+    static final String CLUSTER_ID = "ha-test";
+    static final long TIMEOUT_MS = 60_000;
+    /** {@code completedCheckpoint} + FileUtils.getRandomFilename's random part; no backups or temp files. */
+    static final Pattern HA_FILE = Pattern.compile("completedCheckpoint[0-9a-f]+");
+
+    /** Subclass whose HA services never clean up their data on close. */
+    static final class CrashingMiniCluster extends MiniCluster {
+        CrashingMiniCluster(MiniClusterConfiguration config) {
+            super(config);
+        }
+
+        @Override
+        protected HighAvailabilityServices createHighAvailabilityServices(Configuration conf, Executor executor)
+                throws Exception {
+            HighAvailabilityServices real = super.createHighAvailabilityServices(conf, executor);
+            InvocationHandler h = (proxy, method, args) -> {
+                String name = method.getName();
+                // A crashed JobManager cleans nothing up. 1.15 calls closeAndCleanupAllData(), later
+                // versions closeWithOptionalClean(true), whose default implementation would call the
+                // real object's cleanupAllData() behind this proxy's back.
+                if (name.equals("closeAndCleanupAllData") || name.equals("closeWithOptionalClean")) {
+                    real.close();
+                    return null;
+                }
+                if (name.equals("cleanupAllData")) {
+                    return null;
+                }
+                try {
+                    return method.invoke(real, args);
+                } catch (InvocationTargetException e) {
+                    throw e.getCause();
+                }
+            };
+            return (HighAvailabilityServices) Proxy.newProxyInstance(HighAvailabilityServices.class.getClassLoader(),
+                    new Class<?>[] {HighAvailabilityServices.class}, h);
+        }
+    }
+
+    final Path base;
+    final Path checkpoints;
+    final Path haStorage;
+    final String zkQuorum;
+    private MiniCluster cluster;
+
+    HaCluster(Path base, String zkQuorum) throws IOException {
+        this.base = base;
+        this.checkpoints = Files.createDirectories(base.resolve("checkpoints"));
+        this.haStorage = Files.createDirectories(base.resolve("ha"));
+        this.zkQuorum = zkQuorum;
+    }
+
+    /** The HA dir that holds the completedCheckpoint files: {@code <storageDir>/<cluster-id>}. */
+    Path haClusterDir() {
+        return haStorage.resolve(CLUSTER_ID);
+    }
+
+    Configuration configuration() {
+        Configuration c = new Configuration();
+        set(c, "zookeeper", "high-availability", "high-availability.type");
+        set(c, zkQuorum, "high-availability.zookeeper.quorum");
+        set(c, haStorage.toUri().toString(), "high-availability.storageDir");
+        set(c, CLUSTER_ID, "high-availability.cluster-id");
+        set(c, "hashmap", "state.backend", "state.backend.type");
+        set(c, checkpoints.toUri().toString(), "state.checkpoints.dir", "execution.checkpointing.dir");
+        set(c, base.resolve("savepoints").toUri().toString(), "state.savepoints.dir",
+                "execution.checkpointing.savepoint-dir");
+        set(c, "300 ms", "execution.checkpointing.interval");
+        set(c, "RETAIN_ON_CANCELLATION", "execution.checkpointing.externalized-checkpoint-retention");
+        set(c, "2", "state.checkpoints.num-retained", "execution.checkpointing.num-retained");
+        set(c, "100", "execution.checkpointing.tolerable-failed-checkpoints");
+        // State in files of the checkpoint dir (like the incident's S3 files), not inline.
+        set(c, "0", "state.storage.fs.memory-threshold", "execution.checkpointing.data-inline-threshold");
+        set(c, "false", "state.backend.local-recovery", "execution.state-recovery.from-local");
+        // MiniCluster.close stops the TaskManager before the Dispatcher: with restart strategy "none" the
+        // job would FAIL (globally terminal, its HA data removed) instead of being suspended.
+        set(c, "fixed-delay", "restart-strategy", "restart-strategy.type");
+        set(c, "1000000", "restart-strategy.fixed-delay.attempts");
+        set(c, "1 s", "restart-strategy.fixed-delay.delay");
+        set(c, "0", "rest.bind-port");
+        return c;
+    }
+
+    static void set(Configuration c, String value, String... keys) {
+        for (String k : keys) {
+            c.setString(k, value);
+        }
+    }
+
+    void start() throws Exception {
+        if (cluster != null) {
+            throw new IllegalStateException("already running");
+        }
+        MiniClusterConfiguration mc = new MiniClusterConfiguration.Builder()
+                .setConfiguration(configuration())
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(HaJobs.PARALLELISM)
+                .build();
+        MiniCluster m = new CrashingMiniCluster(mc);
+        m.start();
+        cluster = m;
+    }
+
+    /** Shuts the cluster down without cancelling its jobs or cleaning up HA data. */
+    void crash() throws Exception {
+        MiniCluster m = cluster;
+        cluster = null;
+        if (m != null) {
+            m.closeAsync().get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        crash();
+    }
+
+    /** Builds the job on an environment configured like the cluster and submits it. */
+    JobID submit(Consumer<StreamExecutionEnvironment> topology, String restorePath) throws Exception {
+        Configuration c = configuration();
+        if (restorePath != null) {
+            set(c, restorePath, "execution.savepoint.path", "execution.state-recovery.path");
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(HaJobs.PARALLELISM, c);
+        topology.accept(env);
+        JobGraph jobGraph = env.getStreamGraph().getJobGraph();
+        return cluster.submitJob(jobGraph).get(TIMEOUT_MS, TimeUnit.MILLISECONDS).getJobID();
+    }
+
+    void cancel(JobID job) throws Exception {
+        cluster.cancelJob(job).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            if (status(job) == JobStatus.CANCELED) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("job " + job + " was not cancelled within " + TIMEOUT_MS + " ms");
+    }
+
+    /** The job's status, or null while this cluster does not know the job (yet). */
+    JobStatus status(JobID job) {
+        try {
+            return cluster.getJobStatus(job).get(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    /** Waits until the job runs on this cluster (recovered jobs appear after leader election). */
+    void awaitRunning(JobID job) throws Exception {
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        JobStatus s = null;
+        while (System.currentTimeMillis() < deadline) {
+            s = status(job);
+            if (s == JobStatus.RUNNING) {
+                return;
+            }
+            if (s != null && s.isGloballyTerminalState()) {
+                throw new AssertionError("job " + job + " is " + s + " instead of RUNNING: " + failureOf(job));
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("job " + job + " is not RUNNING after " + TIMEOUT_MS + " ms (status " + s
+                + ", last failure: " + (s == null ? "-" : lastFailure(job)) + ")");
+    }
+
+    /** The job's most recent failure (also of a restart), as a stack trace, or "none". */
+    String lastFailure(JobID job) {
+        try {
+            org.apache.flink.runtime.executiongraph.ErrorInfo e =
+                    cluster.getExecutionGraph(job).get(10, TimeUnit.SECONDS).getFailureInfo();
+            return e == null ? "none" : e.getExceptionAsString();
+        } catch (Exception e) {
+            return "(unavailable: " + e + ")";
+        }
+    }
+
+    private String failureOf(JobID job) {
+        try {
+            return String.valueOf(cluster.requestJobResult(job).get(10, TimeUnit.SECONDS).getSerializedThrowable()
+                    .map(t -> t.getFullStringifiedStackTrace()).orElse("no failure cause"));
+        } catch (Exception e) {
+            return "(job result unavailable: " + e + ")";
+        }
+    }
+
+    /** The job's retained checkpoint dir {@code chk-<id>}. */
+    Path checkpointDir(JobID job, long id) {
+        return checkpoints.resolve(job.toString()).resolve("chk-" + id);
+    }
+
+    /** The HA completedCheckpoint files (no backups, no temp files), by checkpoint id; unreadable files are skipped. */
+    Map<Long, Path> haFilesById(JobID job) throws IOException {
+        Map<Long, Path> out = new java.util.TreeMap<>();
+        for (Path f : haFiles()) {
+            try {
+                CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
+                if (info.jobId().equals(job.toString())) {
+                    out.put(info.checkpointId(), f);
+                }
+            } catch (Exception e) {
+                // being written or deleted right now
+            }
+        }
+        return out;
+    }
+
+    /** Every file under the test's base dir, for failure messages. */
+    String tree() {
+        StringBuilder sb = new StringBuilder();
+        try (Stream<Path> s = Files.walk(base)) {
+            s.forEach(p -> sb.append("\n  ").append(base.relativize(p)));
+        } catch (IOException e) {
+            sb.append(" (").append(e).append(')');
+        }
+        return sb.toString();
+    }
+
+    List<Path> haFiles() throws IOException {
+        List<Path> out = new ArrayList<>();
+        if (!Files.isDirectory(haClusterDir())) {
+            return out;
+        }
+        try (Stream<Path> s = Files.list(haClusterDir())) {
+            s.filter(p -> HA_FILE.matcher(p.getFileName().toString()).matches()).sorted().forEach(out::add);
+        }
+        return out;
+    }
+
+    /**
+     * Waits until the job's HA store has a checkpoint with an id above {@code afterId} whose
+     * {@code chk-<id>/_metadata} exists too, and returns that id.
+     */
+    long awaitHaCheckpoint(JobID job, long afterId) throws Exception {
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            JobStatus s = status(job);
+            if (s != null && s.isGloballyTerminalState()) {
+                throw new AssertionError("job " + job + " is " + s + ": " + failureOf(job));
+            }
+            for (long id : haFilesById(job).keySet()) {
+                if (id > afterId && Files.exists(checkpointDir(job, id).resolve("_metadata"))) {
+                    return id;
+                }
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("no HA checkpoint after " + afterId + " of job " + job + " within " + TIMEOUT_MS
+                + " ms (status " + status(job) + ", last failure: " + lastFailure(job) + "); HA files " + haFiles());
+    }
+}

@@ -1,0 +1,347 @@
+package io.checkpointsurgeon.ha;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.Surgery;
+import io.checkpointsurgeon.SurgeryPlan;
+
+import org.apache.curator.test.TestingServer;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.runtime.state.RetrievableStreamStateHandle;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.filesystem.FileStateHandle;
+import org.apache.flink.util.InstantiationUtil;
+import org.apache.zookeeper.ZooKeeper;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The incident end to end with real ZooKeeper HA: the stale union state grows with every
+ * JobManager recovery; a repaired {@code _metadata} alone changes nothing (the JobManager restores
+ * from the HA CompletedCheckpoint); after {@code repairHa} on the HA files a new cluster recovers
+ * the job from them, without the union state and with every other state value intact.
+ */
+public class ZooKeeperHaRepairTest {
+
+    @Rule
+    public TemporaryFolder tmp = new TemporaryFolder();
+
+    private TestingServer zk;
+    private HaCluster cluster;
+    private final long started = System.nanoTime();
+
+    private static final Surgery REMOVE_OFFSETS =
+            Surgery.removeState(Surgery.OperatorSelector.uid(HaJobs.CONSUMER_UID), HaJobs.OFFSETS_STATE);
+
+    @Before
+    public void setUp() throws Exception {
+        HaJobs.resetAll();
+        zk = new TestingServer(-1, tmp.newFolder("zk"), true);
+        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.getConnectString());
+    }
+
+    @After
+    public void tearDown() throws Exception {
+        try {
+            if (cluster != null) {
+                cluster.close();
+            }
+        } finally {
+            if (zk != null) {
+                zk.close();
+            }
+            System.err.printf("ZooKeeperHaRepairTest (Flink %s): %.1f s%n", System.getProperty("flink.version"),
+                    (System.nanoTime() - started) / 1e9);
+        }
+    }
+
+    @Test
+    public void repairedHaCheckpointIsWhatTheRecoveredJobRestores() throws Exception {
+        // ---- v1 writes the union state; v2 starts from v1's retained checkpoint. -------------------
+        cluster.start();
+        JobID v1 = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
+        cluster.awaitRunning(v1);
+        long v1Checkpoint = cluster.awaitHaCheckpoint(v1, 0);
+        assertEquals("v1: 2 union entries per subtask", 2L * HaJobs.PARALLELISM,
+                unionElements(CheckpointSurgeon.inspectHa(cluster.haFilesById(v1).get(v1Checkpoint))));
+        cluster.cancel(v1);
+        Path v1Dir = latestCheckpointDir(cluster.checkpoints.resolve(v1.toString()));
+
+        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), v1Dir.toUri().toString());
+        cluster.awaitRunning(job);
+        long a = cluster.awaitHaCheckpoint(job, 0);
+        cluster.crash();
+        long expected = 2L * HaJobs.PARALLELISM * HaJobs.PARALLELISM;
+        assertUnionInNewestHaFile("after restoring v2 from v1's checkpoint", job, a, expected);
+
+        // ---- JobManager crash and recovery from ZooKeeper: the union grows again. -----------------
+        long b = recoverAndCheckpoint(job, "recovery 1");
+        expected *= HaJobs.PARALLELISM;
+        Map<Long, Path> haB = assertUnionInNewestHaFile("after recovery 1", job, b, expected);
+        assertZooKeeperPointsAtHaFiles(job, haB);
+
+        // ---- Control: repairing only _metadata changes nothing, the JobManager reads the HA files. -
+        for (long id : haB.keySet()) {
+            SurgeryPlan p = CheckpointSurgeon.applyInPlace(cluster.checkpointDir(job, id), REMOVE_OFFSETS);
+            assertTrue("the _metadata of checkpoint " + id + " had the union state: " + p.toJson(),
+                    p.elementsRemoved() > 0);
+            assertEquals(0, unionElements(CheckpointSurgeon.inspect(cluster.checkpointDir(job, id))));
+        }
+        long newestB = Collections.max(haB.keySet());
+        long c = recoverAndCheckpoint(job, "recovery 2 (only _metadata repaired)");
+        assertRestoredFrom(newestB, "recovery 2");
+        expected *= HaJobs.PARALLELISM;
+        Map<Long, Path> haC = assertUnionInNewestHaFile("after recovery 2, _metadata repaired but not HA", job, c,
+                expected);
+
+        // ---- The repair: every HA completedCheckpoint file (and its _metadata), JobManager down. ----
+        long newestC = Collections.max(haC.keySet());
+        writeFixtureCopy(haC.get(newestC));
+        for (Map.Entry<Long, Path> e : haC.entrySet()) {
+            long id = e.getKey();
+            Path file = e.getValue();
+            CheckpointSurgeon.HaFileInfo before = CheckpointSurgeon.haFileInfo(file);
+            SurgeryPlan dry = CheckpointSurgeon.repairHa(file, REMOVE_OFFSETS, true);
+            assertEquals("a dry run writes nothing", before.fileBytes(), Files.size(file));
+            SurgeryPlan p = CheckpointSurgeon.repairHa(file, REMOVE_OFFSETS, false);
+            assertEquals(dry.elementsRemoved(), p.elementsRemoved());
+            assertTrue("HA checkpoint " + id + " had union entries: " + p.toJson(), p.elementsRemoved() > 0);
+            assertNotNull(p.result().backup());
+            assertTrue(Files.exists(Paths.get(p.result().backup())));
+            assertEquals("the backup is the old file", before.fileBytes(), Files.size(Paths.get(p.result().backup())));
+            CheckpointSurgeon.HaFileInfo after = CheckpointSurgeon.haFileInfo(file);
+            assertEquals(id, after.checkpointId());
+            assertEquals(job.toString(), after.jobId());
+            // No size check: with the state in files the HA file only holds handles, and Flink 2.x's
+            // loader gives every empty StateObjectCollection its own ArrayList (the repaired file of
+            // 2.3.0 is ~80 bytes larger than the original).
+            InspectReport r = CheckpointSurgeon.inspectHa(file);
+            assertEquals("no union state left in HA checkpoint " + id, 0, unionElements(r));
+            assertEquals("position state kept in HA checkpoint " + id, HaJobs.PARALLELISM, stateElements(r,
+                    HaJobs.POSITION_STATE));
+            Path chk = cluster.checkpointDir(job, id);
+            // Its _metadata too (those of the control step above are repaired already).
+            if (Files.exists(chk.resolve("_metadata")) && unionElements(CheckpointSurgeon.inspect(chk)) > 0) {
+                CheckpointSurgeon.applyInPlace(chk, REMOVE_OFFSETS);
+                assertEquals(0, unionElements(CheckpointSurgeon.inspect(chk)));
+            }
+        }
+        // ZooKeeper still points at the same (now repaired) files.
+        assertZooKeeperPointsAtHaFiles(job, haC);
+
+        // ---- Recovery from the repaired HA checkpoint. -------------------------------------------
+        long d = recoverAndCheckpoint(job, "recovery 3 (HA repaired)", false);
+        assertRestoredFrom(newestC, "recovery 3");
+        // The job keeps running and checkpointing; then the JobManager goes down again so the files
+        // can be read while nothing writes them.
+        long e = cluster.awaitHaCheckpoint(job, d);
+        assertEquals(org.apache.flink.api.common.JobStatus.RUNNING, cluster.status(job));
+        cluster.crash();
+        Map<Long, Path> haD = cluster.haFilesById(job);
+        long newestD = Collections.max(haD.keySet());
+        assertTrue(newestD >= e);
+        for (Map.Entry<Long, Path> en : haD.entrySet()) {
+            long id = en.getKey();
+            InspectReport r = CheckpointSurgeon.inspectHa(en.getValue());
+            assertFalse("HA checkpoint " + id + " (after recovery from the repaired HA file) has no "
+                    + HaJobs.OFFSETS_STATE + ": " + stateNames(r), stateNames(r).contains(HaJobs.OFFSETS_STATE));
+            assertEquals(HaJobs.PARALLELISM, stateElements(r, HaJobs.POSITION_STATE));
+        }
+        for (long id : haD.keySet()) {
+            InspectReport chk = CheckpointSurgeon.inspect(cluster.checkpointDir(job, id));
+            assertFalse("chk-" + id + "/_metadata has no " + HaJobs.OFFSETS_STATE,
+                    stateNames(chk).contains(HaJobs.OFFSETS_STATE));
+            assertEquals(HaJobs.PARALLELISM, stateElements(chk, HaJobs.POSITION_STATE));
+        }
+    }
+
+    /**
+     * Starts a new cluster on the same ZooKeeper and HA storage (nothing is submitted), waits for
+     * the recovered job's first checkpoint, crashes the cluster (unless told not to) and checks that
+     * the job restored the newest HA checkpoint with exactly the state values snapshotted for it.
+     */
+    private long recoverAndCheckpoint(JobID job, String phase) throws Exception {
+        return recoverAndCheckpoint(job, phase, true);
+    }
+
+    private long recoverAndCheckpoint(JobID job, String phase, boolean crash) throws Exception {
+        long before = cluster.haFilesById(job).keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+        HaJobs.resetPhase();
+        cluster.start();
+        // Nothing is submitted: the Dispatcher recovers the job from ZooKeeper.
+        cluster.awaitRunning(job);
+        long id = cluster.awaitHaCheckpoint(job, before);
+        awaitKeyedRestores(phase);
+        if (crash) {
+            cluster.crash();
+        }
+        assertEquals(phase + ": both v2 subtasks restored: " + HaJobs.RESTORES, HaJobs.PARALLELISM,
+                HaJobs.RESTORES.size());
+        long restored = HaJobs.RESTORES.get(0).checkpointId;
+        List<Long> values = new ArrayList<>();
+        for (HaJobs.Restore r : HaJobs.RESTORES) {
+            assertEquals(phase + ": all subtasks restored the same checkpoint: " + HaJobs.RESTORES, restored,
+                    r.checkpointId);
+            values.addAll(r.position);
+        }
+        assertEquals(phase + ": restored the newest HA checkpoint", before, restored);
+        List<Long> snapshotted = HaJobs.POSITION_SNAPSHOTS.get(restored);
+        assertNotNull(phase + ": no position snapshot recorded for checkpoint " + restored, snapshotted);
+        List<Long> expected = new ArrayList<>(snapshotted);
+        Collections.sort(expected);
+        Collections.sort(values);
+        assertEquals(phase + ": the split list state 'position' holds exactly the snapshotted values", expected,
+                values);
+        assertEquals(phase + ": keyed state 'first' restored for every key", HaJobs.KEYS,
+                HaJobs.KEYED_RESTORED.size());
+        assertEquals(phase + ": keyed state 'first' holds the values set before", new TreeMap<>(HaJobs.KEYED_FIRST),
+                new TreeMap<>(HaJobs.KEYED_RESTORED));
+        return id;
+    }
+
+    private static void awaitKeyedRestores(String phase) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + HaCluster.TIMEOUT_MS;
+        while (HaJobs.KEYED_RESTORED.size() < HaJobs.KEYS && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+    }
+
+    private void assertRestoredFrom(long id, String phase) {
+        for (HaJobs.Restore r : HaJobs.RESTORES) {
+            assertEquals(phase + " restored from the HA checkpoint", id, r.checkpointId);
+        }
+    }
+
+    /**
+     * Checks the newest HA file (after a crash): its union state has {@code expected} entries and
+     * {@code chk-<id>/_metadata} agrees. Returns the job's HA files by checkpoint id.
+     */
+    private Map<Long, Path> assertUnionInNewestHaFile(String phase, JobID job, long atLeast, long expected)
+            throws Exception {
+        Map<Long, Path> ha = cluster.haFilesById(job);
+        assertFalse(phase + ": no completedCheckpoint files of job " + job + " in " + cluster.haClusterDir() + "; files:"
+                + cluster.tree(), ha.isEmpty());
+        long newest = Collections.max(ha.keySet());
+        assertTrue(newest >= atLeast);
+        InspectReport r = CheckpointSurgeon.inspectHa(ha.get(newest));
+        assertEquals(phase + ": union entries in HA checkpoint " + newest, expected, unionElements(r));
+        assertEquals(phase + ": " + HaJobs.PARALLELISM + " position entries", HaJobs.PARALLELISM,
+                stateElements(r, HaJobs.POSITION_STATE));
+        InspectReport md = CheckpointSurgeon.inspect(cluster.checkpointDir(job, newest));
+        assertEquals(phase + ": union entries in chk-" + newest + "/_metadata", expected, unionElements(md));
+        return ha;
+    }
+
+    /**
+     * Reads the job's checkpoint nodes in ZooKeeper with a plain ZooKeeper client: each holds a
+     * Java-serialized RetrievableStreamStateHandle whose FileStateHandle is one of the HA files.
+     */
+    private void assertZooKeeperPointsAtHaFiles(JobID job, Map<Long, Path> haFiles) throws Exception {
+        CountDownLatch connected = new CountDownLatch(1);
+        ZooKeeper client = new ZooKeeper(zk.getConnectString(), 30_000, ev -> {
+            if (ev.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        });
+        try {
+            assertTrue(connected.await(30, TimeUnit.SECONDS));
+            String node = "/flink/" + HaCluster.CLUSTER_ID + "/jobs/" + job + "/checkpoints";
+            List<String> children = client.getChildren(node, false);
+            Map<Long, Path> fromZk = new TreeMap<>();
+            for (String child : children) {
+                byte[] data = client.getData(node + "/" + child, false, null);
+                Object handle = InstantiationUtil.deserializeObject(data, getClass().getClassLoader());
+                assertTrue(String.valueOf(handle), handle instanceof RetrievableStreamStateHandle);
+                StreamStateHandle inner = wrapped((RetrievableStreamStateHandle<?>) handle);
+                assertTrue(String.valueOf(inner), inner instanceof FileStateHandle);
+                Path p = Paths.get(((FileStateHandle) inner).getFilePath().toUri());
+                fromZk.put(Long.parseLong(child), p);
+            }
+            assertFalse("checkpoint nodes under " + node, fromZk.isEmpty());
+            for (Map.Entry<Long, Path> e : fromZk.entrySet()) {
+                assertEquals("ZooKeeper node " + e.getKey() + " -> HA file", haFiles.get(e.getKey()), e.getValue());
+                assertEquals(e.getKey().longValue(), CheckpointSurgeon.haFileInfo(e.getValue()).checkpointId());
+            }
+        } finally {
+            client.close();
+        }
+    }
+
+    private static StreamStateHandle wrapped(RetrievableStreamStateHandle<?> h) throws Exception {
+        java.lang.reflect.Field f = RetrievableStreamStateHandle.class.getDeclaredField("wrappedStreamStateHandle");
+        f.setAccessible(true);
+        return (StreamStateHandle) f.get(h);
+    }
+
+    /**
+     * With {@code CHECKPOINT_SURGEON_WRITE_HA_FIXTURE=<dir>} in the environment, keeps a copy of an
+     * unrepaired HA file (tests/fixtures/<version>/ha/ is made this way).
+     */
+    private void writeFixtureCopy(Path haFile) throws Exception {
+        String out = System.getenv("CHECKPOINT_SURGEON_WRITE_HA_FIXTURE");
+        if (out == null || out.isEmpty()) {
+            return;
+        }
+        Path dir = Files.createDirectories(Paths.get(out));
+        Files.copy(haFile, dir.resolve(haFile.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    static Path latestCheckpointDir(Path jobDir) throws Exception {
+        try (java.util.stream.Stream<Path> s = Files.list(jobDir)) {
+            return s.filter(d -> d.getFileName().toString().startsWith("chk-"))
+                    .filter(d -> Files.exists(d.resolve("_metadata")))
+                    .max(java.util.Comparator.comparingLong(d -> Long.parseLong(d.getFileName().toString().substring(4))))
+                    .orElseThrow(() -> new AssertionError("no retained checkpoint in " + jobDir));
+        }
+    }
+
+    static long unionElements(InspectReport r) {
+        return stateElements(r, HaJobs.OFFSETS_STATE);
+    }
+
+    static long stateElements(InspectReport r, String name) {
+        long n = 0;
+        for (InspectReport.OperatorInfo op : r.operators()) {
+            for (InspectReport.StateTotal t : op.stateTotals()) {
+                if (t.name().equals(name)) {
+                    if (t.elements() < 0) {
+                        fail(r.source() + ": state " + name + " could not be read: " + t);
+                    }
+                    n += t.elements();
+                }
+            }
+        }
+        return n;
+    }
+
+    static List<String> stateNames(InspectReport r) {
+        List<String> names = new ArrayList<>();
+        for (InspectReport.OperatorInfo op : r.operators()) {
+            for (InspectReport.StateTotal t : op.stateTotals()) {
+                names.add(t.name());
+            }
+        }
+        return names;
+    }
+}
