@@ -89,6 +89,88 @@ public class KillDuringRepairTest {
         assertTrue("kills never landed after the swap: " + newSeen, newSeen > 0);
     }
 
+    @Test
+    public void killedHaRepairsLeaveTheOldOrTheNewFile() throws Exception {
+        Assume.assumeTrue("builds the HA file with the Flink 1.15 CompletedCheckpoint constructor",
+                "1.15.4".equals(System.getProperty("flink.version")));
+        Path fixture = completedCheckpointOf(Path.of(System.getProperty("fixtures.dir"), "stale-union"));
+        byte[] original = Files.readAllBytes(fixture);
+        // the CLI with this test's class path: the jar plus the Flink jars the HA file needs
+        String cp = System.getProperty("java.class.path");
+        Random rnd = new Random(11);
+        int trials = Integer.getInteger("kill.ha.trials", 30), oldSeen = 0, newSeen = 0;
+        long maxMillis = 4000;
+        for (int trial = 0; trial < trials; trial++) {
+            Path dir = Files.createTempDirectory("cs-kill-ha");
+            Path file = dir.resolve(fixture.getFileName());
+            Files.copy(fixture, file);
+            Process p = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
+                    "java.base/java.lang=ALL-UNNAMED", "-cp", cp, "io.checkpointsurgeon.Cli", "ha", "repair",
+                    file.toString(), "--uid", "source_consumer", "--state", "topic-partition-offset-states", "--apply")
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            long start = System.nanoTime();
+            boolean finished = p.waitFor((long) (rnd.nextDouble() * maxMillis), TimeUnit.MILLISECONDS);
+            if (!finished) {
+                p.destroyForcibly().waitFor();
+            } else if (trial < 3) {
+                assertEquals("the HA repair itself must succeed", 0, p.exitValue());
+                maxMillis = Math.max(500, (System.nanoTime() - start) / 1_000_000 + 200);
+            }
+            byte[] now = Files.readAllBytes(file);
+            if (java.util.Arrays.equals(now, original)) {
+                oldSeen++;
+            } else {
+                newSeen++;
+                InspectReport r = CheckpointSurgeon.inspectHa(file);
+                assertTrue(r.operators().stream().flatMap(o -> o.stateTotals().stream())
+                        .noneMatch(t -> t.name().equals("topic-partition-offset-states")));
+            }
+            try (Stream<Path> s = Files.list(dir)) {
+                for (Path b : s.filter(x -> x.getFileName().toString().contains(".backup-")).toList()) {
+                    assertArrayEquals("trial " + trial, original, Files.readAllBytes(b));
+                }
+            }
+        }
+        System.out.printf("HA kill trials: %d, old file seen %d times, new %d times%n", trials, oldSeen, newSeen);
+        assertTrue(oldSeen > 0 && newSeen > 0);
+    }
+
+    /**
+     * An HA file as a 1.15 JobManager writes it (a Java-serialized CompletedCheckpoint), holding the
+     * operator states that Flink's own loader reads from a retained checkpoint whose state is inline.
+     */
+    static Path completedCheckpointOf(Path checkpointDir) throws Exception {
+        org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata md;
+        Path metadataFile = checkpointDir.resolve("_metadata");
+        try (InputStream in = Files.newInputStream(metadataFile)) {
+            md = Checkpoints.loadCheckpointMetadata(new DataInputStream(in), KillDuringRepairTest.class.getClassLoader(),
+                    checkpointDir.toString());
+        }
+        java.util.Map<org.apache.flink.runtime.jobgraph.OperatorID, org.apache.flink.runtime.checkpoint.OperatorState> ops =
+                new java.util.HashMap<>();
+        for (org.apache.flink.runtime.checkpoint.OperatorState op : md.getOperatorStates()) {
+            ops.put(op.getOperatorID(), op);
+        }
+        org.apache.flink.core.fs.Path dir = new org.apache.flink.core.fs.Path(checkpointDir.toUri());
+        Object location = new org.apache.flink.runtime.state.filesystem.FsCompletedCheckpointStorageLocation(
+                org.apache.flink.core.fs.local.LocalFileSystem.getSharedInstance(), dir,
+                new org.apache.flink.runtime.state.filesystem.FileStateHandle(
+                        new org.apache.flink.core.fs.Path(metadataFile.toUri()), Files.size(metadataFile)),
+                checkpointDir.toString());
+        Object props = org.apache.flink.runtime.checkpoint.CheckpointProperties.forCheckpoint(
+                org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION);
+        java.lang.reflect.Constructor<?> ctor = java.util.Arrays.stream(
+                org.apache.flink.runtime.checkpoint.CompletedCheckpoint.class.getConstructors())
+                .filter(c -> c.getParameterCount() == 9).findFirst().orElseThrow();
+        Object cc = ctor.newInstance(new org.apache.flink.api.common.JobID(), md.getCheckpointId(), 1L, 2L, ops,
+                new ArrayList<>(md.getMasterStates()), props, location, null);
+        Path file = Files.createTempDirectory("cs-ha-fixture").resolve("completedCheckpoint0123456789ab");
+        try (java.io.OutputStream out = Files.newOutputStream(file)) {
+            org.apache.flink.util.InstantiationUtil.serializeObject(out, cc);
+        }
+        return file;
+    }
+
     static String javaBin() {
         return Path.of(System.getProperty("java.home"), "bin", "java").toString();
     }
