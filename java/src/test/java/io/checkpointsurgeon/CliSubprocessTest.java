@@ -1,0 +1,144 @@
+package io.checkpointsurgeon;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.Test;
+
+/**
+ * Every command as a user runs it: {@code java -jar checkpoint-surgeon.jar ...} in its own JVM, on
+ * checkpoints that real Flink wrote, checking output, files and exit codes (0 ok, 1 usage,
+ * 2 invalid input).
+ */
+public class CliSubprocessTest {
+    static final String STALE = "topic-partition-offset-states";
+
+    record Run(int code, String out, String err) {}
+
+    static Run cli(String... args) throws IOException, InterruptedException {
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-jar", jar));
+        cmd.addAll(List.of(args));
+        Path out = Files.createTempFile("cli", ".out"), err = Files.createTempFile("cli", ".err");
+        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        int code = p.waitFor();
+        return new Run(code, Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    public void everyCommandHasHelp() throws Exception {
+        for (String[] c : new String[][] {{"--help"}, {"inspect", "--help"}, {"doctor", "--help"},
+                {"remove-state", "--help"}, {"remove-operator", "--help"}, {"dedupe-union", "--help"},
+                {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"}}) {
+            Run r = cli(c);
+            assertEquals(String.join(" ", c) + ": " + r.err, 0, r.code);
+            assertTrue(r.out, r.out.startsWith("Usage: checkpoint-surgeon"));
+        }
+        Run v = cli("--version");
+        assertEquals(0, v.code);
+        assertTrue(v.out.startsWith("checkpoint-surgeon "));
+    }
+
+    @Test
+    public void inspectAndDoctor() throws Exception {
+        String in = CheckpointSurgeonTest.fixture("stale-union").toString();
+        Run table = cli("inspect", in);
+        assertEquals(table.err, 0, table.code);
+        assertTrue(table.out, table.out.contains(STALE) && table.out.contains("UNION"));
+        Run json = cli("inspect", "--json", in);
+        assertEquals(0, json.code);
+        assertTrue(json.out.trim().startsWith("{") && json.out.contains("\"metadataVersion\": 3"));
+        Run doctor = cli("doctor", in);
+        assertEquals(0, doctor.code);
+        assertTrue(doctor.out, doctor.out.contains("STALE_UNION_STATE") && doctor.out.contains("remove-state"));
+        Run healthy = cli("doctor", CheckpointSurgeonTest.fixture("keyed-hashmap").toString());
+        assertTrue(healthy.out, healthy.out.contains("no problems found"));
+    }
+
+    @Test
+    public void theFixThatDoctorPrintsWorks() throws Exception {
+        Path work = Files.createTempDirectory("cli-doctor");
+        Path in = work.resolve("chk-5");
+        Files.createDirectories(in);
+        Files.copy(CheckpointSurgeonTest.fixture("stale-union").resolve("_metadata"), in.resolve("_metadata"));
+        String fix = cli("doctor", in.toString()).out.lines().filter(l -> l.trim().startsWith("fix: "))
+                .findFirst().orElseThrow().trim().substring("fix: ".length()).split(" {3}")[0];
+        String[] words = fix.split(" ");
+        assertEquals("checkpoint-surgeon", words[0]);
+        Run r = cli(java.util.Arrays.copyOfRange(words, 1, words.length));
+        assertEquals(r.err, 0, r.code);
+        Run after = cli("doctor", in + "-repaired");
+        assertTrue(after.out, after.out.contains("no problems found"));
+    }
+
+    @Test
+    public void surgeryCommandsPlanThenApply() throws Exception {
+        Path in = CheckpointSurgeonTest.fixture("operator-state-files");
+        byte[] before = Files.readAllBytes(in.resolve("_metadata"));
+        Path out = Files.createTempDirectory("cli").resolve("out");
+
+        Run plan = cli("remove-state", in.toString(), "--state", "union-list");
+        assertEquals(plan.err, 0, plan.code);
+        assertTrue(plan.out, plan.out.contains("purge-state") && plan.out.contains("nothing written"));
+        assertFalse(Files.exists(out));
+
+        Run apply = cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString(), "--json");
+        assertEquals(apply.err, 0, apply.code);
+        assertTrue(apply.out, apply.out.contains("\"metadataPath\""));
+        assertTrue(Files.isRegularFile(out.resolve("_metadata")));
+        assertTrue(cli("inspect", out.toString()).out.contains("split-list"));
+        assertFalse(cli("inspect", out.toString()).out.contains("union-list"));
+
+        Path out2 = Files.createTempDirectory("cli").resolve("out");
+        Run dedupe = cli("dedupe-union", in.toString(), "--state", "union-list", "--apply", "--output", out2.toString());
+        assertEquals(dedupe.err, 0, dedupe.code);
+
+        String opId = CheckpointSurgeon.inspect(in).operators().stream()
+                .filter(o -> !o.stateTotals().isEmpty() && o.stateTotals().stream().anyMatch(t -> t.name().equals("union-list")))
+                .findFirst().orElseThrow().id();
+        Path out3 = Files.createTempDirectory("cli").resolve("out");
+        Run rmop = cli("remove-operator", in.toString(), "--operator-id", opId, "--apply", "--output", out3.toString());
+        assertEquals(rmop.err, 0, rmop.code);
+        assertFalse(cli("inspect", out3.toString()).out.contains(opId));
+
+        Path copy = Files.createTempDirectory("cli-inplace");
+        try (var s = Files.list(in)) {
+            for (Path p : s.toList()) Files.copy(p, copy.resolve(p.getFileName()));
+        }
+        Run inPlace = cli("remove-state", copy.toString(), "--state", "broadcast-map", "--apply", "--in-place");
+        assertEquals(inPlace.err, 0, inPlace.code);
+        assertTrue(inPlace.out, inPlace.out.contains("backup of the old _metadata"));
+        assertFalse(cli("inspect", copy.toString()).out.contains("broadcast-map"));
+
+        assertTrue(java.util.Arrays.equals(before, Files.readAllBytes(in.resolve("_metadata"))));
+    }
+
+    @Test
+    public void exitCodes() throws Exception {
+        String in = CheckpointSurgeonTest.fixture("stale-union").toString();
+        assertEquals(1, cli("inspect").code);
+        assertEquals(1, cli("no-such-command").code);
+        assertEquals(1, cli("remove-state", in, "--state", STALE, "--apply").code);
+        assertEquals(1, cli("remove-operator", in).code);
+        Run nothing = cli("remove-state", in, "--state", "no-such-state");
+        assertEquals(2, nothing.code);
+        assertTrue(nothing.err, nothing.err.contains("selects nothing"));
+        Path garbage = Files.createTempFile("garbage", "_metadata");
+        Files.write(garbage, new byte[] {0x49, 0x60, 0x67, 0x2D, 0, 0, 0, 3, 1});
+        Run bad = cli("inspect", garbage.toString());
+        assertEquals(2, bad.code);
+        assertTrue(bad.err, bad.err.contains(garbage.toString()) && bad.err.contains("at byte 8"));
+        assertEquals(2, cli("inspect", "/no/such/checkpoint").code);
+        Path notEmpty = Files.createTempDirectory("cli-notempty");
+        Files.writeString(notEmpty.resolve("x"), "x");
+        assertEquals(2, cli("remove-state", in, "--state", STALE, "--apply", "--output", notEmpty.toString()).code);
+    }
+}
