@@ -265,8 +265,11 @@ impl Walk<'_> {
         })
     }
 
+    /// The bytes the header can lie in: up to the first element (the smallest offset), so that
+    /// no search ever reads into the data section, which can be gigabytes.
     fn buf(&self) -> Bytes {
-        self.r.slice(0, self.r.len())
+        let end = self.data_start.map_or(self.r.len(), |d| d.min(self.r.len()));
+        self.r.slice(0, end)
     }
 
     fn not_found(&self, from: usize, what: &str) -> Error {
@@ -373,7 +376,7 @@ impl Walk<'_> {
     }
 
     fn check_data_start(&self, end: usize) -> Result<()> {
-        let buf = self.buf();
+        let buf = self.r.slice(0, self.r.len());
         if self.compressed {
             if buf.len() > end && buf[end..].starts_with(&SNAPPY_STREAM_IDENTIFIER)
                 || buf.len() == end
