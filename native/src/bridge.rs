@@ -268,3 +268,153 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planBytes<'l>(
         })
         .resolve::<ThrowSurgeonException>()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Remote checkpoints (S3, HDFS, GCS, ... through Flink's FileSystem on the Java side): Java stages
+// `_metadata` and the state files it needs in a local mirror directory and names the remote
+// directories it mirrored (`mirrors`: lines `remote-prefix<TAB>local-dir`).
+
+fn mirrored_checkpoint(
+    env: &Env<'_>,
+    metadata: &JByteArray<'_>,
+    name: &JString<'_>,
+    dir: &JString<'_>,
+    mirrors: &JString<'_>,
+) -> Result<Checkpoint, BridgeError> {
+    let bytes = bytes_arg(env, metadata)?;
+    let name = string_arg(env, name)?.unwrap_or_else(|| "<bytes>".into());
+    let dir = string_arg(env, dir)?;
+    let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
+    Ok(cp.with_mirrors(&string_arg(env, mirrors)?.unwrap_or_default())?)
+}
+
+/// `String NativeBridge.stateFiles(byte[] metadata)`: every file-backed stream handle, one per
+/// line: `op|other <TAB> relative|file|segment <TAB> path [<TAB> start <TAB> size]`; `op` marks
+/// the delegates of operator state handles (the streams inspect and surgery read).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            use crate::handles::StreamHandle;
+            let bytes = bytes_arg(env, &metadata)?;
+            let md = metadata::parse(bytes).map_err(|e| e.in_file("<metadata>"))?;
+            fn line(scope: &str, h: &StreamHandle) -> Option<String> {
+                match h {
+                    StreamHandle::RelativeFile { path, .. } => {
+                        Some(format!("{scope}\trelative\t{path}"))
+                    }
+                    StreamHandle::File { path, .. } => Some(format!("{scope}\tfile\t{path}")),
+                    StreamHandle::Segment {
+                        path, start, size, ..
+                    } => Some(format!("{scope}\tsegment\t{path}\t{start}\t{size}")),
+                    _ => None,
+                }
+            }
+            let mut op = Vec::new();
+            for o in &md.operators {
+                for (_, st) in o.subtask_states() {
+                    for h in [st.managed_operator(), st.raw_operator()]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(l) = h.delegate.as_ref().and_then(|d| line("op", d)) {
+                            op.push(l);
+                        }
+                    }
+                }
+            }
+            let mut all = Vec::new();
+            md.visit_stream_handles(&mut |h| {
+                if let Some(l) = line("other", h) {
+                    all.push(l);
+                }
+            });
+            op.sort();
+            op.dedup();
+            all.sort();
+            all.dedup();
+            let mut out = op.join("\n");
+            for l in all {
+                out.push('\n');
+                out.push_str(&l);
+            }
+            Ok(JString::from_str(env, out)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.inspectMirrored(byte[] metadata, String name, String dir, String mirrors)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspectMirrored<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+    name: JString<'l>,
+    dir: JString<'l>,
+    mirrors: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
+            Ok(env.byte_array_from_slice(&inspect::inspect(&cp).encode())?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.planMirrored(byte[] metadata, String name, String dir, String request,
+/// String mirrors)`: the plan; writes nothing.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planMirrored<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+    name: JString<'l>,
+    dir: JString<'l>,
+    request: JString<'l>,
+    mirrors: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
+            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] NativeBridge.applyMirrored(byte[] metadata, String name, String dir, String request,
+/// String mirrors, String outputUri)`: like `applyToBytes` (new state files go into `dir`), but
+/// absolute handles of new files name `<outputUri>/<file>`, where the caller uploads them.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyMirrored<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    metadata: JByteArray<'l>,
+    name: JString<'l>,
+    dir: JString<'l>,
+    request: JString<'l>,
+    mirrors: JString<'l>,
+    output_uri: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
+            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let out_uri = string_arg(env, &output_uri)?;
+            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            let (new_bytes, applied) = surgery::apply_to_bytes_for(&cp, &plan, out_uri.as_deref())?;
+            let mut out = surgery::encode_plan(&cp, &plan, Some(&applied));
+            let n = i32::try_from(new_bytes.len()).map_err(|_| {
+                Error::InvalidArgument("the new metadata is larger than a Java array".into())
+            })?;
+            out.extend_from_slice(&n.to_be_bytes());
+            out.extend_from_slice(&new_bytes);
+            Ok(env.byte_array_from_slice(&out)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}

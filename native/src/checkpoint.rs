@@ -111,7 +111,7 @@ impl Checkpoint {
             prefix.push('/');
         }
         self.mirrors.push((prefix, local));
-        self.mirrors.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.mirrors.sort_by_key(|m| std::cmp::Reverse(m.0.len()));
     }
 
     /// The local copy of a mirrored absolute path; an error when the rest of the path could

@@ -268,7 +268,9 @@ impl Walk<'_> {
     /// The bytes the header can lie in: up to the first element (the smallest offset), so that
     /// no search ever reads into the data section, which can be gigabytes.
     fn buf(&self) -> Bytes {
-        let end = self.data_start.map_or(self.r.len(), |d| d.min(self.r.len()));
+        let end = self
+            .data_start
+            .map_or(self.r.len(), |d| d.min(self.r.len()));
         self.r.slice(0, end)
     }
 

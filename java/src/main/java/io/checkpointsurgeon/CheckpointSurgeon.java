@@ -130,6 +130,95 @@ public final class CheckpointSurgeon {
                 dir == null ? null : dir.toString()));
     }
 
+    // ---------------------------------------------------------------------------------------------
+    // Flink paths: s3://, hdfs://, gs://, ... through Flink's own FileSystem (Flink and its file
+    // system plugin must be available); a local path or file: URI goes the native way.
+
+    /**
+     * Configures Flink's file systems for the {@code String} path methods, as a Flink process is
+     * configured: the configuration in {@code flinkConfDir} ({@code config.yaml} or
+     * {@code flink-conf.yaml}, e.g. {@code s3.endpoint}, {@code s3.access-key}; Flink's defaults
+     * when null) and the file system plugins under {@code pluginsDir} (e.g.
+     * {@code plugins/s3-fs-presto/flink-s3-fs-presto-1.20.0.jar}; none when null). This calls
+     * Flink's {@code FileSystem.initialize}, which is global to the JVM. Without this call the first
+     * remote access configures from {@code FLINK_CONF_DIR} / {@code FLINK_PLUGINS_DIR} (or
+     * {@code $FLINK_HOME/conf} and {@code $FLINK_HOME/plugins}) when set, and otherwise uses Flink's
+     * file systems as they are (as the embedding application initialized them).
+     */
+    public static void configureFileSystems(Path flinkConfDir, Path pluginsDir) throws CheckpointSurgeonException {
+        FlinkFileSystems.configure(flinkConfDir, pluginsDir);
+    }
+
+    /** Whether a path is handled through Flink's file systems (a scheme other than {@code file:}). */
+    public static boolean isFlinkPath(String path) {
+        return FlinkFileSystems.isRemote(Objects.requireNonNull(path, "path"));
+    }
+
+    /**
+     * {@link #inspect(Path)} for a Flink path ({@code s3://bucket/checkpoints/<job>/chk-42}) or a
+     * local one. A remote checkpoint is staged in a temporary local mirror: {@code _metadata} and
+     * the files of operator state handles are downloaded; keyed state is not.
+     */
+    public static InspectReport inspect(String path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return isFlinkPath(path) ? RemoteCheckpoint.inspect(path) : inspect(FlinkFileSystems.localPath(path));
+    }
+
+    /** {@link #plan(Path, Surgery)} for a Flink path or a local one. Writes nothing. */
+    public static SurgeryPlan plan(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        Objects.requireNonNull(surgery, "surgery");
+        return isFlinkPath(checkpoint) ? RemoteCheckpoint.plan(checkpoint, surgery)
+                : plan(FlinkFileSystems.localPath(checkpoint), surgery);
+    }
+
+    /**
+     * {@link #apply(Path, Surgery, Path)} for Flink paths. With a remote checkpoint, the output
+     * directory may be on any Flink file system (usually the same bucket) or local (a repaired
+     * local copy); it must not exist or be empty. The new state files are written first, then the unchanged relative state files are
+     * copied from the old directory through Flink's FileSystem, and {@code _metadata} is written
+     * last. Absolute handles keep pointing where they point (the old {@code chk-N}, {@code shared/}).
+     * Nothing is written unless Flink's own loader accepts the new {@code _metadata}. Two local paths
+     * go the native way; a local checkpoint with a remote output directory is not supported.
+     */
+    public static SurgeryPlan apply(String checkpoint, Surgery surgery, String outputDir)
+            throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        Objects.requireNonNull(surgery, "surgery");
+        Objects.requireNonNull(outputDir, "outputDir");
+        if (isFlinkPath(checkpoint)) {
+            return RemoteCheckpoint.apply(checkpoint, surgery, outputDir);
+        }
+        if (isFlinkPath(outputDir)) {
+            throw new CheckpointSurgeonException("UNSUPPORTED", "the checkpoint " + checkpoint + " is local but the"
+                    + " output " + outputDir + " is not: repair it into a local directory and upload that, or"
+                    + " upload the checkpoint first");
+        }
+        return apply(FlinkFileSystems.localPath(checkpoint), surgery, FlinkFileSystems.localPath(outputDir));
+    }
+
+    /**
+     * {@link #applyInPlace(Path, Surgery)} for a Flink path. Object stores have no atomic rename:
+     * the new state files are written first, the old {@code _metadata} is copied to
+     * {@code _metadata.backup-<millis>}, and {@code _metadata} is overwritten last (one PUT, which
+     * readers see whole or not at all). On HDFS-like file systems the new file is written as
+     * {@code _metadata.tmp-<millis>} and renamed over the deleted old one. Nothing is written unless
+     * Flink's loader accepts the new {@code _metadata}.
+     */
+    public static SurgeryPlan applyInPlace(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        Objects.requireNonNull(surgery, "surgery");
+        return isFlinkPath(checkpoint) ? RemoteCheckpoint.apply(checkpoint, surgery, null)
+                : applyInPlace(FlinkFileSystems.localPath(checkpoint), surgery);
+    }
+
+    /** {@link #doctor(Path)} for a Flink path or a local one. */
+    public static List<Finding> doctor(String checkpoint) throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        return isFlinkPath(checkpoint) ? Doctor.examine(RemoteCheckpoint.inspect(checkpoint), checkpoint)
+                : doctor(FlinkFileSystems.localPath(checkpoint));
+    }
+
     /** The job and checkpoint an HA file belongs to. */
     public record HaFileInfo(Path file, String jobId, long checkpointId, long fileBytes, String checkpointPath) {}
 

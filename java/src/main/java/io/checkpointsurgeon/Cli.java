@@ -49,8 +49,9 @@ public final class Cli {
     @Command(name = "inspect", mixinStandardHelpOptions = true,
             description = "Show every operator of a checkpoint or savepoint, its states, and their sizes.")
     static final class Inspect implements Callable<Integer> {
-        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory")
-        Path path;
+        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory;"
+                + " local, or a Flink path such as s3://bucket/checkpoints/<job>/chk-42")
+        String path;
 
         @Option(names = "--json", description = "print the full report as JSON")
         boolean json;
@@ -58,11 +59,15 @@ public final class Cli {
         @Option(names = "--subtasks", description = "also list every subtask's handles")
         boolean subtasks;
 
+        @CommandLine.Mixin
+        FlinkFsOptions fs = new FlinkFsOptions();
+
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         @Override
         public Integer call() throws CheckpointSurgeonException {
+            fs.apply(path);
             InspectReport r = CheckpointSurgeon.inspect(path);
             PrintWriter out = spec.commandLine().getOut();
             out.print(json ? r.toJson() : table(r, subtasks));
@@ -74,8 +79,12 @@ public final class Cli {
     @Command(name = "doctor", mixinStandardHelpOptions = true,
             description = "Find what is wrong with a checkpoint, savepoint or HA dir, and print the command that fixes it.")
     static final class DoctorCommand implements Callable<Integer> {
-        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file, checkpoint/savepoint dir, or HA dir/file")
-        Path path;
+        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file, checkpoint/savepoint dir, or HA dir/file;"
+                + " checkpoints may be Flink paths such as s3://...")
+        String pathArg;
+
+        @CommandLine.Mixin
+        FlinkFsOptions fs = new FlinkFsOptions();
 
         @Option(names = "--json", description = "print the findings as JSON")
         boolean json;
@@ -88,6 +97,13 @@ public final class Cli {
         @Override
         public Integer call() throws CheckpointSurgeonException {
             java.util.List<Result> results = new java.util.ArrayList<>();
+            if (CheckpointSurgeon.isFlinkPath(pathArg)) {
+                fs.apply(pathArg);
+                results.add(new Result(pathArg, CheckpointSurgeon.doctor(pathArg)));
+                print(results);
+                return OK;
+            }
+            Path path = FlinkFileSystems.localPath(pathArg);
             boolean ha = java.nio.file.Files.isDirectory(path)
                     ? !java.nio.file.Files.exists(path.resolve("_metadata")) && !haFiles(path).isEmpty()
                     : path.getFileName().toString().startsWith("completedCheckpoint");
@@ -100,6 +116,11 @@ public final class Cli {
             } else {
                 results.add(new Result(path.toString(), CheckpointSurgeon.doctor(path)));
             }
+            print(results);
+            return OK;
+        }
+
+        private void print(java.util.List<Result> results) {
             PrintWriter out = spec.commandLine().getOut();
             if (json) {
                 out.print(Json.write(results));
@@ -112,7 +133,31 @@ public final class Cli {
                 }
             }
             out.flush();
-            return OK;
+        }
+    }
+
+    /**
+     * How Flink's file systems are configured for Flink paths (s3://, hdfs://, gs://, ...): Flink's
+     * jars must be on the class path; the file system plugin is loaded from the plugins directory.
+     */
+    static final class FlinkFsOptions {
+        @Option(names = "--flink-conf", paramLabel = "DIR", description = "Flink configuration directory (config.yaml or"
+                + " flink-conf.yaml with s3.endpoint, s3.access-key, ...) for Flink paths; default FLINK_CONF_DIR or $FLINK_HOME/conf")
+        Path flinkConf;
+
+        @Option(names = "--plugins", paramLabel = "DIR", description = "Flink plugins directory (e.g. plugins/s3-fs-presto/*.jar)"
+                + " for Flink paths; default FLINK_PLUGINS_DIR or $FLINK_HOME/plugins")
+        Path plugins;
+
+        /** Configures Flink's file systems when the path needs them and an option was given. */
+        void apply(String path) throws CheckpointSurgeonException {
+            if ((flinkConf != null || plugins != null) && CheckpointSurgeon.isFlinkPath(path)) {
+                String env = System.getenv("FLINK_CONF_DIR");
+                String envPlugins = System.getenv("FLINK_PLUGINS_DIR");
+                CheckpointSurgeon.configureFileSystems(
+                        flinkConf != null ? flinkConf : env != null && !env.isEmpty() ? Path.of(env) : null,
+                        plugins != null ? plugins : envPlugins != null && !envPlugins.isEmpty() ? Path.of(envPlugins) : null);
+            }
         }
     }
 
@@ -140,17 +185,22 @@ public final class Cli {
 
     /** Plan by default; --apply writes to --output (a new directory) or --in-place. */
     abstract static class SurgeryCommand implements Callable<Integer> {
-        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory")
-        Path path;
+        @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory;"
+                + " local, or a Flink path such as s3://bucket/checkpoints/<job>/chk-42")
+        String path;
 
         @CommandLine.Mixin
         Selection selection = new Selection();
 
+        @CommandLine.Mixin
+        FlinkFsOptions fs = new FlinkFsOptions();
+
         @Option(names = "--apply", description = "write the result (without it, only the plan is printed)")
         boolean apply;
 
-        @Option(names = "--output", paramLabel = "DIR", description = "new checkpoint directory to write (must not exist or be empty)")
-        Path output;
+        @Option(names = "--output", paramLabel = "DIR", description = "new checkpoint directory to write (must not exist or be empty);"
+                + " a Flink path such as s3://... for a remote checkpoint")
+        String output;
 
         @Option(names = "--in-place", description = "replace _metadata where it is, keeping _metadata.backup-<millis>")
         boolean inPlace;
@@ -178,6 +228,7 @@ public final class Cli {
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
+            fs.apply(path);
             SurgeryPlan plan = !apply ? CheckpointSurgeon.plan(path, surgery)
                     : inPlace ? CheckpointSurgeon.applyInPlace(path, surgery)
                     : CheckpointSurgeon.apply(path, surgery, output);

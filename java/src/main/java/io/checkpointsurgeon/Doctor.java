@@ -17,8 +17,13 @@ final class Doctor {
     private Doctor() {}
 
     static List<CheckpointSurgeon.Finding> examine(InspectReport r, Path path) {
+        return examine(r, path.toString());
+    }
+
+    /** {@code path} as the user gave it: a local path or a Flink path such as {@code s3://...}. */
+    static List<CheckpointSurgeon.Finding> examine(InspectReport r, String path) {
         List<CheckpointSurgeon.Finding> out = new ArrayList<>();
-        String p = quote(path.toString());
+        String p = quote(path);
         if (r.metadataBytes() > RPC_FRAME / 2) {
             out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? "ERROR" : "WARNING", "METADATA_SIZE",
                     String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",

@@ -43,6 +43,36 @@ final class FlinkJudge {
      * @return a one-line verdict
      * @throws CheckpointSurgeonException {@code VALIDATION} if Flink cannot load it
      */
+    /**
+     * Loads {@code _metadata} bytes with Flink before they are written anywhere. Flink resolves
+     * relative handles against {@code externalPointer}, which must be an existing checkpoint
+     * directory (it is only resolved, no state file is opened); {@code name} names the bytes.
+     */
+    static String validate(byte[] metadata, String name, String externalPointer, int expectedOperators)
+            throws CheckpointSurgeonException {
+        ClassLoader cl = FlinkJudge.class.getClassLoader();
+        try {
+            Class<?> checkpoints = Class.forName(CHECKPOINTS, true, cl);
+            Method load = checkpoints.getMethod("loadCheckpointMetadata", DataInputStream.class, ClassLoader.class,
+                    String.class);
+            Object md = load.invoke(null, new DataInputStream(new java.io.ByteArrayInputStream(metadata)), cl,
+                    externalPointer);
+            Collection<?> ops = (Collection<?>) md.getClass().getMethod("getOperatorStates").invoke(md);
+            if (ops.size() != expectedOperators) {
+                throw new CheckpointSurgeonException("VALIDATION", name + ": Flink loaded " + ops.size()
+                        + " operators, expected " + expectedOperators);
+            }
+            return "loaded by Flink " + flinkVersion() + ": " + ops.size() + " operators";
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException("VALIDATION", name + ": Flink's Checkpoints.loadCheckpointMetadata"
+                    + " rejected the new metadata (nothing was written): " + e.getCause(), e.getCause());
+        } catch (CheckpointSurgeonException e) {
+            throw e;
+        } catch (Exception | LinkageError e) {
+            throw new CheckpointSurgeonException("VALIDATION", name + ": could not run Flink's loader: " + e, e);
+        }
+    }
+
     static String validate(Path metadata, int expectedOperators) throws CheckpointSurgeonException {
         ClassLoader cl = FlinkJudge.class.getClassLoader();
         try {

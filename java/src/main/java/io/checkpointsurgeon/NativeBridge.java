@@ -43,6 +43,21 @@ final class NativeBridge {
 
     static native void panicForTesting() throws CheckpointSurgeonException;
 
+    // Remote checkpoints (RemoteCheckpoint): `mirrors` are lines `remote-prefix<TAB>local-dir`.
+
+    /** Every file-backed stream handle: lines {@code op|other<TAB>relative|file|segment<TAB>path[<TAB>start<TAB>size]}. */
+    static native String stateFiles(byte[] metadata) throws CheckpointSurgeonException;
+
+    static native byte[] inspectMirrored(byte[] metadata, String name, String dir, String mirrors)
+            throws CheckpointSurgeonException;
+
+    static native byte[] planMirrored(byte[] metadata, String name, String dir, String request, String mirrors)
+            throws CheckpointSurgeonException;
+
+    /** Like {@link #applyToBytes}; absolute handles of new files name {@code <outputUri>/<file>}. */
+    static native byte[] applyMirrored(byte[] metadata, String name, String dir, String request, String mirrors,
+            String outputUri) throws CheckpointSurgeonException;
+
     /** Throws the load failure, if the library could not be loaded. */
     static void ensureLoaded() throws CheckpointSurgeonException {
         if (LOAD_FAILURE != null) {

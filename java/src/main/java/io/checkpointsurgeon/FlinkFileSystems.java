@@ -1,0 +1,375 @@
+package io.checkpointsurgeon;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.RandomAccessFile;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Pattern;
+
+/**
+ * Flink paths ({@code s3://}, {@code hdfs://}, {@code gs://}, ...) through Flink's own
+ * {@code org.apache.flink.core.fs.FileSystem}, configured the way Flink is: a configuration
+ * directory ({@code --flink-conf} / {@code FLINK_CONF_DIR} / {@code $FLINK_HOME/conf}) and a plugins
+ * directory ({@code --plugins} / {@code FLINK_PLUGINS_DIR} / {@code $FLINK_HOME/plugins}) whose
+ * file system plugins ({@code plugins/s3-fs-presto/flink-s3-fs-presto-*.jar}, ...) are loaded in
+ * their own class loaders, as a Flink process loads them.
+ *
+ * <p>Every Flink class is reached by reflection, so this jar keeps no compile-time Flink
+ * dependency. Local paths never come here: the native library reads them itself.
+ */
+final class FlinkFileSystems {
+    private static final String FILE_SYSTEM = "org.apache.flink.core.fs.FileSystem";
+    private static final String FLINK_PATH = "org.apache.flink.core.fs.Path";
+    private static final String FILE_STATUS = "org.apache.flink.core.fs.FileStatus";
+    private static final String FS_INPUT = "org.apache.flink.core.fs.FSDataInputStream";
+    private static final Pattern SCHEME = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):.*", Pattern.DOTALL);
+    /** Progress lines for a copy that runs longer than this. */
+    private static final long PROGRESS_NANOS = 2_000_000_000L;
+
+    private static volatile boolean configured;
+    private static volatile String configuredFrom = "Flink's defaults";
+    private static final Map<String, Method> METHODS = new ConcurrentHashMap<>();
+
+    private FlinkFileSystems() {}
+
+    /** Whether a path names a non-local file system: a scheme of two or more letters other than {@code file}. */
+    static boolean isRemote(String path) {
+        var m = SCHEME.matcher(path);
+        return m.matches() && !m.group(1).equalsIgnoreCase("file");
+    }
+
+    /** A local path given as a plain path or a {@code file:} URI. */
+    static Path localPath(String path) {
+        if (path.regionMatches(true, 0, "file:", 0, 5)) {
+            String rest = path.substring(5);
+            if (rest.startsWith("//")) {
+                // file:///x or file://host/x (the host is ignored, as Flink does for local paths)
+                int slash = rest.indexOf('/', 2);
+                rest = slash < 0 ? "/" : rest.substring(slash);
+            }
+            return Path.of(rest);
+        }
+        return Path.of(path);
+    }
+
+    /**
+     * Initializes Flink's file systems with the configuration in {@code flinkConfDir} (its
+     * {@code config.yaml} or {@code flink-conf.yaml}; Flink's defaults when null) and the plugins
+     * under {@code pluginsDir} (none when null). Replaces any earlier initialization in this JVM.
+     */
+    static synchronized void configure(Path flinkConfDir, Path pluginsDir) throws CheckpointSurgeonException {
+        requireFlink("configuring Flink's file systems");
+        ClassLoader cl = FlinkFileSystems.class.getClassLoader();
+        try {
+            Class<?> confClass = Class.forName("org.apache.flink.configuration.Configuration", true, cl);
+            Object conf;
+            if (flinkConfDir != null) {
+                if (!Files.isDirectory(flinkConfDir)) {
+                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "Flink configuration directory "
+                            + flinkConfDir + " does not exist");
+                }
+                conf = Class.forName("org.apache.flink.configuration.GlobalConfiguration", true, cl)
+                        .getMethod("loadConfiguration", String.class)
+                        .invoke(null, flinkConfDir.toAbsolutePath().toString());
+            } else {
+                conf = confClass.getConstructor().newInstance();
+            }
+            Object pluginManager = null;
+            if (pluginsDir != null) {
+                if (!Files.isDirectory(pluginsDir)) {
+                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "Flink plugins directory "
+                            + pluginsDir + " does not exist");
+                }
+                Object finder = Class.forName("org.apache.flink.core.plugin.DirectoryBasedPluginFinder", true, cl)
+                        .getConstructor(Path.class).newInstance(pluginsDir.toAbsolutePath());
+                Collection<?> descriptors = (Collection<?>) finder.getClass().getMethod("findPlugins").invoke(finder);
+                Object pluginConfig = Class.forName("org.apache.flink.core.plugin.PluginConfig", true, cl)
+                        .getMethod("fromConfiguration", confClass).invoke(null, conf);
+                String[] parentFirst = (String[]) pluginConfig.getClass().getMethod("getAlwaysParentFirstPatterns")
+                        .invoke(pluginConfig);
+                pluginManager = Class.forName("org.apache.flink.core.plugin.DefaultPluginManager", true, cl)
+                        .getConstructor(Collection.class, String[].class).newInstance(descriptors, parentFirst);
+            }
+            Class<?> pmClass = Class.forName("org.apache.flink.core.plugin.PluginManager", true, cl);
+            Class.forName(FILE_SYSTEM, true, cl).getMethod("initialize", confClass, pmClass)
+                    .invoke(null, conf, pluginManager);
+            configured = true;
+            configuredFrom = "configuration " + (flinkConfDir == null ? "(Flink's defaults)" : flinkConfDir)
+                    + ", plugins " + (pluginsDir == null ? "(none)" : pluginsDir);
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException("IO", "initializing Flink's file systems failed: " + e.getCause(),
+                    e.getCause());
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new CheckpointSurgeonException("IO", "initializing Flink's file systems failed: " + e, e);
+        }
+    }
+
+    /**
+     * Before the first remote access: unless {@link #configure} ran, configures from the
+     * environment ({@code FLINK_CONF_DIR}, {@code FLINK_PLUGINS_DIR}, else {@code $FLINK_HOME/conf}
+     * and {@code $FLINK_HOME/plugins}) when any of those is set; otherwise Flink's file systems stay
+     * as they are (as an embedding application initialized them, or the ones on the class path).
+     */
+    static synchronized void ensureConfigured() throws CheckpointSurgeonException {
+        requireFlink("reading a non-local path");
+        if (configured) {
+            return;
+        }
+        String conf = System.getenv("FLINK_CONF_DIR");
+        String plugins = System.getenv("FLINK_PLUGINS_DIR");
+        String home = System.getenv("FLINK_HOME");
+        if (home != null && !home.isEmpty()) {
+            if (conf == null && Files.isDirectory(Path.of(home, "conf"))) conf = Path.of(home, "conf").toString();
+            if (plugins == null && Files.isDirectory(Path.of(home, "plugins"))) plugins = Path.of(home, "plugins").toString();
+        }
+        if ((conf != null && !conf.isEmpty()) || (plugins != null && !plugins.isEmpty())) {
+            configure(conf == null || conf.isEmpty() ? null : Path.of(conf),
+                    plugins == null || plugins.isEmpty() ? null : Path.of(plugins));
+        }
+        configured = true;
+    }
+
+    static String configuredFrom() {
+        return configuredFrom;
+    }
+
+    private static void requireFlink(String what) throws CheckpointSurgeonException {
+        try {
+            Class.forName(FILE_SYSTEM, false, FlinkFileSystems.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            throw new CheckpointSurgeonException("UNSUPPORTED", what + " needs Flink's jars on the class path"
+                    + " (e.g. java -cp \"checkpoint-surgeon.jar:$FLINK_HOME/lib/*\" io.checkpointsurgeon.Cli ...),"
+                    + " with the file system plugin under --plugins DIR or FLINK_PLUGINS_DIR");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Operations on Flink paths
+
+    static boolean exists(String path) throws IOException {
+        return (Boolean) call(fs(path), FILE_SYSTEM, "exists", new Class<?>[] {pathClass()}, flinkPath(path));
+    }
+
+    /** The length of a file; FileNotFoundException when it does not exist. */
+    static long length(String path) throws IOException {
+        Object status = call(fs(path), FILE_SYSTEM, "getFileStatus", new Class<?>[] {pathClass()}, flinkPath(path));
+        return (Long) call(status, FILE_STATUS, "getLen", new Class<?>[0]);
+    }
+
+    static boolean isDirectory(String path) throws IOException {
+        try {
+            Object status = call(fs(path), FILE_SYSTEM, "getFileStatus", new Class<?>[] {pathClass()}, flinkPath(path));
+            return (Boolean) call(status, FILE_STATUS, "isDir", new Class<?>[0]);
+        } catch (FileNotFoundException e) {
+            return false;
+        }
+    }
+
+    /** The entries of a directory (full paths); empty when it does not exist. */
+    static List<String> list(String dir) throws IOException {
+        Object[] statuses;
+        try {
+            statuses = (Object[]) call(fs(dir), FILE_SYSTEM, "listStatus", new Class<?>[] {pathClass()}, flinkPath(dir));
+        } catch (FileNotFoundException e) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        if (statuses != null) {
+            for (Object s : statuses) {
+                out.add(call(s, FILE_STATUS, "getPath", new Class<?>[0]).toString());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * {@code OBJECT_STORE} or {@code FILE_SYSTEM}, as the Flink file system says ({@code getKind()},
+     * Flink 1.x), or by the scheme where Flink has no such method (2.x).
+     */
+    static String kind(String path) throws IOException {
+        try {
+            flinkClass(FILE_SYSTEM).getMethod("getKind");
+        } catch (NoSuchMethodException e) {
+            var m = SCHEME.matcher(path);
+            String scheme = m.matches() ? m.group(1).toLowerCase(Locale.ROOT) : "";
+            return OBJECT_STORE_SCHEMES.contains(scheme) ? "OBJECT_STORE" : "FILE_SYSTEM";
+        }
+        return String.valueOf(call(fs(path), FILE_SYSTEM, "getKind", new Class<?>[0]));
+    }
+
+    private static final java.util.Set<String> OBJECT_STORE_SCHEMES = java.util.Set.of("s3", "s3a", "s3n", "s3p",
+            "gs", "oss", "cosn", "obs", "wasb", "wasbs", "abfs", "abfss", "blob");
+
+    static boolean delete(String path) throws IOException {
+        return (Boolean) call(fs(path), FILE_SYSTEM, "delete", new Class<?>[] {pathClass(), boolean.class},
+                flinkPath(path), false);
+    }
+
+    static boolean rename(String from, String to) throws IOException {
+        return (Boolean) call(fs(from), FILE_SYSTEM, "rename", new Class<?>[] {pathClass(), pathClass()},
+                flinkPath(from), flinkPath(to));
+    }
+
+    static InputStream open(String path) throws IOException {
+        return (InputStream) call(fs(path), FILE_SYSTEM, "open", new Class<?>[] {pathClass()}, flinkPath(path));
+    }
+
+    /** A new file; fails when it exists unless {@code overwrite}. */
+    static OutputStream create(String path, boolean overwrite) throws IOException {
+        try {
+            Class<?> mode = Class.forName(FILE_SYSTEM + "$WriteMode", true, FlinkFileSystems.class.getClassLoader());
+            Object m = mode.getMethod("valueOf", String.class).invoke(null, overwrite ? "OVERWRITE" : "NO_OVERWRITE");
+            return (OutputStream) call(fs(path), FILE_SYSTEM, "create", new Class<?>[] {pathClass(), mode},
+                    flinkPath(path), m);
+        } catch (ReflectiveOperationException e) {
+            throw new IOException("Flink's FileSystem.WriteMode: " + e, e);
+        }
+    }
+
+    static byte[] readAll(String path) throws IOException {
+        try (InputStream in = open(path)) {
+            return in.readAllBytes();
+        }
+    }
+
+    static void write(byte[] data, String path, boolean overwrite) throws IOException {
+        try (OutputStream out = create(path, overwrite)) {
+            out.write(data);
+        }
+    }
+
+    static long download(String remote, Path local) throws IOException {
+        Files.createDirectories(local.getParent());
+        try (InputStream in = open(remote); OutputStream out = Files.newOutputStream(local)) {
+            return pump(in, out, remote + " -> " + local, lengthOrUnknown(remote));
+        }
+    }
+
+    /** Copies bytes {@code [start, start + size)} of a remote file to the same offsets of a local (sparse) file. */
+    static void downloadRange(String remote, Path local, long start, long size) throws IOException {
+        Files.createDirectories(local.getParent());
+        try (InputStream in = open(remote); RandomAccessFile out = new RandomAccessFile(local.toFile(), "rw")) {
+            call(in, FS_INPUT, "seek", new Class<?>[] {long.class}, start);
+            out.seek(start);
+            byte[] buf = new byte[1 << 20];
+            long left = size;
+            while (left > 0) {
+                int n = in.read(buf, 0, (int) Math.min(buf.length, left));
+                if (n < 0) {
+                    throw new IOException(remote + ": ends before the segment " + start + "+" + size);
+                }
+                out.write(buf, 0, n);
+                left -= n;
+            }
+        }
+    }
+
+    static long upload(Path local, String remote, boolean overwrite) throws IOException {
+        try (InputStream in = Files.newInputStream(local); OutputStream out = create(remote, overwrite)) {
+            return pump(in, out, local + " -> " + remote, Files.size(local));
+        }
+    }
+
+    /** Copies a file through this JVM (any Flink file system to any other). */
+    static long copy(String from, String to, boolean overwrite) throws IOException {
+        try (InputStream in = open(from); OutputStream out = create(to, overwrite)) {
+            return pump(in, out, from + " -> " + to, lengthOrUnknown(from));
+        }
+    }
+
+    private static long lengthOrUnknown(String path) {
+        try {
+            return length(path);
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** Streams {@code in} to {@code out}; a long copy reports its progress on stderr every 2 s. */
+    private static long pump(InputStream in, OutputStream out, String what, long total) throws IOException {
+        byte[] buf = new byte[1 << 20];
+        long done = 0;
+        long start = System.nanoTime();
+        long next = start + PROGRESS_NANOS;
+        int n;
+        while ((n = in.read(buf)) >= 0) {
+            out.write(buf, 0, n);
+            done += n;
+            long now = System.nanoTime();
+            if (now >= next) {
+                next = now + PROGRESS_NANOS;
+                System.err.printf(Locale.ROOT, "  copying %s: %.1f%s MiB (%.1f MiB/s)%n", what, done / 1048576.0,
+                        total > 0 ? String.format(Locale.ROOT, " / %.1f", total / 1048576.0) : "",
+                        done / 1048576.0 / ((now - start) / 1e9));
+            }
+        }
+        return done;
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Reflection
+
+    private static Class<?> pathClass() throws IOException {
+        return flinkClass(FLINK_PATH);
+    }
+
+    private static Object flinkPath(String path) throws IOException {
+        try {
+            return pathClass().getConstructor(String.class).newInstance(path);
+        } catch (InvocationTargetException e) {
+            throw new IOException("not a valid Flink path: " + path + ": " + e.getCause(), e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new IOException("Flink's Path: " + e, e);
+        }
+    }
+
+    /** The Flink file system of a path (FileSystem.get of its URI, with the configured plugins). */
+    private static Object fs(String path) throws IOException {
+        Object p = flinkPath(path);
+        return call(p, FLINK_PATH, "getFileSystem", new Class<?>[0]);
+    }
+
+    private static Class<?> flinkClass(String name) throws IOException {
+        try {
+            return Class.forName(name, true, FlinkFileSystems.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            throw new IOException("Flink's " + name + " is not on the class path: " + e, e);
+        }
+    }
+
+    /**
+     * Calls a public method declared by a public Flink type on an instance (plugin file systems are
+     * instances of classes this code may not access, so the method is taken from the Flink type).
+     */
+    private static Object call(Object target, String declaringType, String name, Class<?>[] types, Object... args)
+            throws IOException {
+        String key = declaringType + "#" + name + java.util.Arrays.toString(types);
+        try {
+            Method m = METHODS.get(key);
+            if (m == null) {
+                m = flinkClass(declaringType).getMethod(name, types);
+                METHODS.put(key, m);
+            }
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            Throwable c = e.getCause();
+            if (c instanceof IOException io) throw io;
+            if (c instanceof RuntimeException re) throw re;
+            if (c instanceof Error err) throw err;
+            throw new IOException(c);
+        } catch (ReflectiveOperationException e) {
+            throw new IOException("Flink's " + declaringType + "." + name + ": " + e, e);
+        }
+    }
+}

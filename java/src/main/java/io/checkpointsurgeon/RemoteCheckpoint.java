@@ -1,0 +1,406 @@
+package io.checkpointsurgeon;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+
+/**
+ * A checkpoint or savepoint on a non-local Flink file system (S3, HDFS, GCS, ...), staged in a
+ * local mirror so that the native library can work on it.
+ *
+ * <p>Staging reads {@code _metadata} into memory and downloads only the state files the native
+ * code reads: the streams of operator state handles (relative files next to {@code _metadata},
+ * absolute file handles below the job directory, and the byte ranges of file-merging segments,
+ * into sparse local files at the same offsets). Keyed, channel and other state is never
+ * downloaded: inspect reports its sizes from {@code _metadata}, and surgery never rewrites it.
+ *
+ * <p>The mirror keeps the remote layout below the job directory (the parent of the checkpoint
+ * directory, which holds {@code chk-N/}, {@code shared/}, {@code taskowned/}), and the native
+ * library is told which remote prefix the mirror stands for. Absolute state paths outside the job
+ * directory are not read, as for local checkpoints.
+ */
+final class RemoteCheckpoint implements AutoCloseable {
+    private static final int THREADS = 8;
+
+    /** The remote checkpoint directory (no trailing slash). */
+    final String dir;
+    /** Its {@code _metadata} file. */
+    final String metadataPath;
+    /** The parent of {@link #dir}: absolute state paths below it are mirrored. */
+    final String jobDir;
+    final byte[] metadata;
+    final Path mirrorRoot;
+    /** The mirror of {@link #dir}. */
+    final Path mirrorDir;
+    /** Relative file names already downloaded in full into {@link #mirrorDir}. */
+    final Set<String> mirroredRelative = new HashSet<>();
+
+    private RemoteCheckpoint(String dir, String metadataPath, byte[] metadata, Path mirrorRoot) {
+        this.dir = dir;
+        this.metadataPath = metadataPath;
+        this.jobDir = parent(dir);
+        this.metadata = metadata;
+        this.mirrorRoot = mirrorRoot;
+        this.mirrorDir = mirrorRoot.resolve("job").resolve(name(dir));
+    }
+
+    /** Lines {@code remote-prefix<TAB>local-dir} for the native library. */
+    String mirrors() {
+        return jobDir + "/\t" + mirrorRoot.resolve("job");
+    }
+
+    /**
+     * Reads {@code _metadata} of a remote checkpoint (the directory, or the {@code _metadata}
+     * file) and stages the operator state files.
+     */
+    static RemoteCheckpoint stage(String path) throws CheckpointSurgeonException {
+        FlinkFileSystems.ensureConfigured();
+        String p = trimSlashes(path);
+        String dir;
+        String metadataPath;
+        try {
+            if (name(p).equals("_metadata")) {
+                metadataPath = p;
+                dir = parent(p);
+            } else if (FlinkFileSystems.exists(p + "/_metadata")) {
+                dir = p;
+                metadataPath = p + "/_metadata";
+            } else if (FlinkFileSystems.exists(p) && !FlinkFileSystems.isDirectory(p)) {
+                metadataPath = p;
+                dir = parent(p);
+            } else {
+                throw new CheckpointSurgeonException("IO", path + ": no _metadata there (a checkpoint or savepoint"
+                        + " directory, or its _metadata file, is expected)");
+            }
+        } catch (IOException e) {
+            throw io(path, e);
+        }
+        byte[] bytes;
+        try {
+            bytes = FlinkFileSystems.readAll(metadataPath);
+        } catch (IOException e) {
+            throw io(metadataPath, e);
+        }
+        Path root;
+        try {
+            root = Files.createTempDirectory("checkpoint-surgeon-mirror");
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("IO", "creating a local mirror directory: " + e, e);
+        }
+        RemoteCheckpoint rc = new RemoteCheckpoint(dir, metadataPath, bytes, root);
+        try {
+            Files.createDirectories(rc.mirrorDir);
+            rc.download();
+            return rc;
+        } catch (CheckpointSurgeonException | RuntimeException e) {
+            rc.close();
+            throw e;
+        } catch (IOException e) {
+            rc.close();
+            throw io(dir, e);
+        }
+    }
+
+    /** One file-backed stream handle, as {@code NativeBridge.stateFiles} lists it. */
+    record StateFile(boolean operatorState, String kind, String path, long start, long size) {}
+
+    static List<StateFile> stateFiles(byte[] metadata) throws CheckpointSurgeonException {
+        List<StateFile> out = new ArrayList<>();
+        for (String line : NativeBridge.stateFiles(metadata).split("\n")) {
+            if (line.isEmpty()) continue;
+            String[] f = line.split("\t", -1);
+            out.add(new StateFile(f[0].equals("op"), f[1], f[2], f.length > 3 ? Long.parseLong(f[3]) : 0,
+                    f.length > 4 ? Long.parseLong(f[4]) : 0));
+        }
+        return out;
+    }
+
+    private void download() throws IOException, CheckpointSurgeonException {
+        long t0 = System.nanoTime();
+        Map<String, Path> whole = new LinkedHashMap<>();
+        Map<String, List<long[]>> ranges = new LinkedHashMap<>();
+        for (StateFile f : stateFiles(metadata)) {
+            if (!f.operatorState()) continue;
+            switch (f.kind()) {
+                case "relative" -> {
+                    checkPlainName(f.path());
+                    whole.put(dir + "/" + f.path(), mirrorDir.resolve(f.path()));
+                    mirroredRelative.add(f.path());
+                }
+                case "file" -> {
+                    Path local = localFor(f.path());
+                    if (local != null) whole.put(f.path(), local);
+                }
+                case "segment" -> {
+                    if (localFor(f.path()) != null) {
+                        ranges.computeIfAbsent(f.path(), k -> new ArrayList<>()).add(new long[] {f.start(), f.size()});
+                    }
+                }
+                default -> { }
+            }
+        }
+        long[] bytes = new long[1];
+        List<IoTask> tasks = new ArrayList<>();
+        whole.forEach((remote, local) -> tasks.add(() -> {
+            long n = FlinkFileSystems.download(remote, local);
+            synchronized (bytes) {
+                bytes[0] += n;
+            }
+        }));
+        ranges.forEach((remote, rs) -> tasks.add(() -> {
+            Path local = localFor(remote);
+            for (long[] r : rs) {
+                FlinkFileSystems.downloadRange(remote, local, r[0], r[1]);
+                synchronized (bytes) {
+                    bytes[0] += r[1];
+                }
+            }
+        }));
+        runAll(tasks);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        if (ms > 2000 || bytes[0] > (64L << 20)) {
+            System.err.printf(Locale.ROOT, "staged %d state files (%s) of %s in %.1f s%n", tasks.size(),
+                    Cli.bytes(bytes[0]), dir, ms / 1000.0);
+        }
+    }
+
+    /** The mirror path of an absolute remote state path below the job directory, else null. */
+    Path localFor(String remote) throws IOException {
+        String prefix = jobDir + "/";
+        if (!remote.startsWith(prefix)) return null;
+        String rest = remote.substring(prefix.length());
+        for (String c : rest.split("/", -1)) {
+            if (c.isEmpty() || c.equals(".") || c.equals("..") || c.contains("\\")) {
+                throw new IOException("state file " + remote + " is not a plain path below " + prefix);
+            }
+        }
+        return mirrorRoot.resolve("job").resolve(rest);
+    }
+
+    @Override
+    public void close() {
+        try (Stream<Path> s = Files.walk(mirrorRoot)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException ignored) {
+            // a temp directory; nothing depends on its removal
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // The public operations
+
+    static InspectReport inspect(String path) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        try (RemoteCheckpoint rc = stage(path)) {
+            return InspectReport.decode(NativeBridge.inspectMirrored(rc.metadata, rc.metadataPath,
+                    rc.mirrorDir.toString(), rc.mirrors()));
+        }
+    }
+
+    static SurgeryPlan plan(String path, Surgery surgery) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        try (RemoteCheckpoint rc = stage(path)) {
+            return SurgeryPlan.decode(NativeBridge.planMirrored(rc.metadata, rc.metadataPath, rc.mirrorDir.toString(),
+                    surgery.encode(), rc.mirrors()));
+        }
+    }
+
+    /**
+     * Applies a surgery to a remote checkpoint. {@code outputDir} null means in place.
+     *
+     * <p>Order of writes, for a new directory: the new state files, the unchanged relative state
+     * files (copied through Flink's FileSystem), then {@code _metadata} last, so the directory is
+     * a checkpoint only once it is complete. In place (object stores have no atomic rename): the
+     * new state files, then a copy of the old {@code _metadata} as {@code _metadata.backup-<millis>},
+     * then {@code _metadata} is overwritten, last. On an object store (S3, GCS) the overwrite is one
+     * PUT, which readers see entirely or not at all; on a file system such as HDFS the new bytes are
+     * written to {@code _metadata.tmp-<millis>} first, then the old file is deleted and the new one
+     * renamed into place (a moment without {@code _metadata}; the backup is there). Nothing is
+     * written before Flink's loader (when on the class path) accepted the new {@code _metadata}.
+     */
+    static SurgeryPlan apply(String path, Surgery surgery, String outputDir) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        boolean inPlace = outputDir == null;
+        try (RemoteCheckpoint rc = stage(path)) {
+            // A local output directory (the remote checkpoint repaired into a local copy) is
+            // written through Flink's local file system, named by its absolute file: path.
+            String target = inPlace ? rc.dir
+                    : FlinkFileSystems.isRemote(outputDir) ? trimSlashes(outputDir)
+                    : "file:" + FlinkFileSystems.localPath(outputDir).toAbsolutePath().normalize();
+            if (!inPlace) {
+                checkEmptyTarget(target);
+            }
+            byte[] out = NativeBridge.applyMirrored(rc.metadata, rc.metadataPath, rc.mirrorDir.toString(),
+                    surgery.encode(), rc.mirrors(), target);
+            SurgeryPlan.WithMetadata result = SurgeryPlan.decodeWithMetadata(out);
+            byte[] newMetadata = result.metadata();
+
+            // Check everything before the first write.
+            String validation;
+            if (FlinkJudge.flinkAvailable()) {
+                int operators = InspectReport.decode(NativeBridge.inspectBytes(newMetadata, "<new metadata>", null))
+                        .operators().size();
+                validation = FlinkJudge.validate(newMetadata, target + "/_metadata", rc.dir, operators);
+            } else {
+                validation = "not validated: Flink is not on the classpath";
+            }
+            Set<String> newFiles = new HashSet<>();
+            List<String> written = new ArrayList<>();
+            List<IoTask> uploads = new ArrayList<>();
+            for (String w : result.plan().result().written()) {
+                Path local = Path.of(w);
+                String name = local.getFileName().toString();
+                newFiles.add(name);
+                String remote = target + "/" + name;
+                written.add(remote);
+                uploads.add(() -> FlinkFileSystems.upload(local, remote, false));
+            }
+            List<String> copied = new ArrayList<>();
+            if (!inPlace) {
+                Set<String> relative = new java.util.TreeSet<>();
+                for (StateFile f : stateFiles(newMetadata)) {
+                    if (f.kind().equals("relative")) relative.add(f.path());
+                }
+                for (String name : relative) {
+                    if (newFiles.contains(name)) continue;
+                    checkPlainName(name);
+                    String to = target + "/" + name;
+                    copied.add(to);
+                    Path mirrored = rc.mirrorDir.resolve(name);
+                    if (rc.mirroredRelative.contains(name) && Files.isRegularFile(mirrored)) {
+                        uploads.add(() -> FlinkFileSystems.upload(mirrored, to, false));
+                    } else {
+                        String from = rc.dir + "/" + name;
+                        uploads.add(() -> FlinkFileSystems.copy(from, to, false));
+                    }
+                }
+            }
+            long t0 = System.nanoTime();
+            runAll(uploads);
+            if (uploads.size() > 50 || System.nanoTime() - t0 > 2_000_000_000L) {
+                System.err.printf(Locale.ROOT, "wrote %d state files to %s in %.1f s%n", uploads.size(), target,
+                        (System.nanoTime() - t0) / 1e9);
+            }
+            String metadataPath = target + "/_metadata";
+            String backup = null;
+            if (inPlace) {
+                backup = target + "/_metadata.backup-" + System.currentTimeMillis();
+                FlinkFileSystems.write(rc.metadata, backup, false);
+                if (FlinkFileSystems.kind(metadataPath).equals("OBJECT_STORE")) {
+                    FlinkFileSystems.write(newMetadata, metadataPath, true);
+                } else {
+                    String tmp = target + "/_metadata.tmp-" + System.currentTimeMillis();
+                    FlinkFileSystems.write(newMetadata, tmp, false);
+                    FlinkFileSystems.delete(metadataPath);
+                    if (!FlinkFileSystems.rename(tmp, metadataPath)) {
+                        throw new CheckpointSurgeonException("IO", "renaming " + tmp + " to " + metadataPath
+                                + " failed; the old _metadata is in " + backup + ", the new one in " + tmp);
+                    }
+                }
+            } else {
+                FlinkFileSystems.write(newMetadata, metadataPath, false);
+            }
+            SurgeryPlan.Result r = new SurgeryPlan.Result(metadataPath, newMetadata.length, List.copyOf(written),
+                    List.of(), List.copyOf(copied), backup, validation);
+            return result.plan().withResult(r);
+        } catch (IOException e) {
+            throw io(path, e);
+        }
+    }
+
+    private static void checkEmptyTarget(String target) throws IOException, CheckpointSurgeonException {
+        if (FlinkFileSystems.exists(target + "/_metadata") || !FlinkFileSystems.list(target).isEmpty()) {
+            throw new CheckpointSurgeonException("INVALID_ARGUMENT", "output directory " + target
+                    + " is not empty; choose a new directory");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+
+    interface IoTask {
+        void run() throws IOException;
+    }
+
+    /** Runs the tasks on up to {@value #THREADS} threads; the first failure is thrown. */
+    static void runAll(List<IoTask> tasks) throws IOException {
+        if (tasks.size() <= 1) {
+            for (IoTask t : tasks) t.run();
+            return;
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(Math.min(THREADS, tasks.size()), r -> {
+            Thread t = new Thread(r, "checkpoint-surgeon-io");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (IoTask t : tasks) {
+                futures.add(pool.submit(() -> {
+                    t.run();
+                    return null;
+                }));
+            }
+            for (Future<?> f : futures) {
+                try {
+                    f.get();
+                } catch (ExecutionException e) {
+                    for (Future<?> other : futures) other.cancel(true);
+                    Throwable c = e.getCause();
+                    if (c instanceof IOException io) throw io;
+                    if (c instanceof RuntimeException re) throw re;
+                    throw new IOException(c);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static void checkPlainName(String name) throws IOException {
+        if (name.isEmpty() || name.contains("/") || name.contains("\\") || name.equals(".") || name.equals("..")) {
+            throw new IOException("relative state file name '" + name + "' is not a plain file name");
+        }
+    }
+
+    static String trimSlashes(String p) {
+        String s = p;
+        while (s.endsWith("/") && !s.endsWith("://") && s.length() > 1) {
+            s = s.substring(0, s.length() - 1);
+        }
+        return s;
+    }
+
+    static String parent(String p) {
+        int i = p.lastIndexOf('/');
+        return i < 0 ? p : p.substring(0, i);
+    }
+
+    static String name(String p) {
+        return p.substring(p.lastIndexOf('/') + 1);
+    }
+
+    private static CheckpointSurgeonException io(String path, IOException e) {
+        String what = e instanceof FileNotFoundException ? "not found: " + e.getMessage() : String.valueOf(e);
+        return new CheckpointSurgeonException("IO", path + ": " + what + " (Flink file systems: "
+                + FlinkFileSystems.configuredFrom() + ")", e);
+    }
+}

@@ -1,0 +1,66 @@
+package io.checkpointsurgeon;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.nio.file.Path;
+import org.junit.Test;
+
+/**
+ * Flink paths without Flink on the class path (this test source set has none): which paths go
+ * through Flink's file systems, that local paths and file: URIs keep working natively, and the
+ * error a remote path gives without Flink. The S3 route itself is tested with real Flink and an
+ * S3 server in tests/java/common/io/checkpointsurgeon/s3/S3CheckpointTest.
+ */
+public class FlinkPathTest {
+    static final Path FIXTURES = Path.of(System.getProperty("fixtures.root", "tests/fixtures"));
+
+    @Test
+    public void schemesOtherThanFileAreFlinkPaths() {
+        for (String p : new String[] {"s3://b/chk-1", "s3a://b/x", "hdfs:///flink/chk-1", "gs://b/c", "oss://b/c"}) {
+            assertTrue(p, CheckpointSurgeon.isFlinkPath(p));
+        }
+        for (String p : new String[] {"/tmp/chk-1", "chk-1", "file:/tmp/chk-1", "file:///tmp/chk-1", "C:\\chk", "a:b"}) {
+            assertFalse(p, CheckpointSurgeon.isFlinkPath(p));
+        }
+    }
+
+    @Test
+    public void fileUrisArePlainLocalPaths() {
+        assertEquals(Path.of("/tmp/chk-1"), FlinkFileSystems.localPath("file:/tmp/chk-1"));
+        assertEquals(Path.of("/tmp/chk-1"), FlinkFileSystems.localPath("file:///tmp/chk-1"));
+        assertEquals(Path.of("/tmp/a b"), FlinkFileSystems.localPath("file:///tmp/a b"));
+        assertEquals(Path.of("rel/chk"), FlinkFileSystems.localPath("rel/chk"));
+    }
+
+    @Test
+    public void stringOverloadsReadLocalCheckpointsNatively() throws Exception {
+        Path dir = FIXTURES.resolve("1.15.4").resolve("stale-union").toAbsolutePath();
+        InspectReport viaPath = CheckpointSurgeon.inspect(dir);
+        assertEquals(viaPath, CheckpointSurgeon.inspect(dir.toString()));
+        assertEquals(viaPath, CheckpointSurgeon.inspect("file://" + dir));
+        Surgery s = Surgery.removeState(Surgery.OperatorSelector.uid("source_consumer"), "topic-partition-offset-states");
+        assertEquals(CheckpointSurgeon.plan(dir, s), CheckpointSurgeon.plan(dir.toString(), s));
+    }
+
+    @Test
+    public void remotePathsNeedFlink() throws Exception {
+        try {
+            CheckpointSurgeon.inspect("s3://bucket/checkpoints/job/chk-1");
+            fail();
+        } catch (CheckpointSurgeonException e) {
+            assertEquals("UNSUPPORTED", e.code());
+            assertTrue(e.getMessage(), e.getMessage().contains("Flink's jars"));
+        }
+        Path dir = FIXTURES.resolve("1.15.4").resolve("stale-union").toAbsolutePath();
+        try {
+            CheckpointSurgeon.apply(dir.toString(), Surgery.removeOperator(Surgery.OperatorSelector.uid("x")),
+                    "s3://bucket/out");
+            fail();
+        } catch (CheckpointSurgeonException e) {
+            assertEquals("UNSUPPORTED", e.code());
+        }
+    }
+}
