@@ -99,26 +99,6 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspect<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] NativeBridge.inspectBytes(byte[] metadata, String name, String dir)`.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspectBytes<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-    name: JString<'l>,
-    dir: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            let bytes = bytes_arg(env, &metadata)?;
-            let name = string_arg(env, &name)?.unwrap_or_else(|| "<bytes>".into());
-            let dir = string_arg(env, &dir)?;
-            let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
-            Ok(env.byte_array_from_slice(&inspect::inspect(&cp).encode())?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
 /// `String NativeBridge.describe(byte[] metadata)`: the canonical description.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
@@ -175,7 +155,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
             let path = string_arg(env, &path)?.unwrap_or_default();
-            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let req = request_arg(env, &request)?;
             let cp = Checkpoint::open(Path::new(&path))?;
             let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
             Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
@@ -198,7 +178,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_apply<'l>(
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
             let path = string_arg(env, &path)?.unwrap_or_default();
-            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
+            let req = request_arg(env, &request)?;
             let out = surgery::Output {
                 dir: string_arg(env, &out_dir)?.unwrap_or_default().into(),
                 in_place,
@@ -213,66 +193,11 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_apply<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] NativeBridge.applyToBytes(byte[] metadata, String name, String dir, String request)`:
-/// surgery on metadata bytes; new state files go into `dir`; returns the plan with its result,
-/// then `i32 length` and the new metadata bytes.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyToBytes<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-    name: JString<'l>,
-    dir: JString<'l>,
-    request: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            let bytes = bytes_arg(env, &metadata)?;
-            let name = string_arg(env, &name)?.unwrap_or_else(|| "<bytes>".into());
-            let dir = string_arg(env, &dir)?;
-            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
-            let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
-            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
-            let (new_bytes, applied) = surgery::apply_to_bytes(&cp, &plan)?;
-            let mut out = surgery::encode_plan(&cp, &plan, Some(&applied));
-            let n = i32::try_from(new_bytes.len()).map_err(|_| {
-                Error::InvalidArgument("the new metadata is larger than a Java array".into())
-            })?;
-            out.extend_from_slice(&n.to_be_bytes());
-            out.extend_from_slice(&new_bytes);
-            Ok(env.byte_array_from_slice(&out)?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-/// `byte[] NativeBridge.planBytes(byte[] metadata, String name, String dir, String request)`:
-/// the surgery plan for metadata bytes whose relative state files live in `dir`.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planBytes<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-    name: JString<'l>,
-    dir: JString<'l>,
-    request: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            let bytes = bytes_arg(env, &metadata)?;
-            let name = string_arg(env, &name)?.unwrap_or_else(|| "<bytes>".into());
-            let dir = string_arg(env, &dir)?;
-            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
-            let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
-            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
-            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
 // ---------------------------------------------------------------------------------------------
-// Remote checkpoints (S3, HDFS, GCS, ... through Flink's FileSystem on the Java side): Java stages
-// `_metadata` and the state files it needs in a local mirror directory and names the remote
-// directories it mirrored (`mirrors`: lines `remote-prefix<TAB>local-dir`).
+// Metadata bytes held by Java: an HA CompletedCheckpoint's state, or a remote checkpoint (S3, HDFS,
+// GCS, ... through Flink's FileSystem on the Java side) that Java staged in a local mirror
+// directory. `dir` is where relative state files live; `mirrors` (may be null) names the remote
+// directories mirrored locally: lines `remote-prefix<TAB>local-dir`.
 
 fn mirrored_checkpoint(
     env: &Env<'_>,
@@ -286,6 +211,12 @@ fn mirrored_checkpoint(
     let dir = string_arg(env, dir)?;
     let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
     Ok(cp.with_mirrors(&string_arg(env, mirrors)?.unwrap_or_default())?)
+}
+
+fn request_arg(env: &Env<'_>, request: &JString<'_>) -> Result<surgery::Request, BridgeError> {
+    Ok(surgery::Request::parse(
+        &string_arg(env, request)?.unwrap_or_default(),
+    )?)
 }
 
 /// `String NativeBridge.stateFiles(byte[] metadata)`: every file-backed stream handle, one per
@@ -380,16 +311,20 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planMirrored<'l>(
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
             let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
-            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
-            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            let plan = surgery::plan(
+                &cp,
+                &request_arg(env, &request)?,
+                &mut surgery::random_file_name,
+            )?;
             Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
         })
         .resolve::<ThrowSurgeonException>()
 }
 
 /// `byte[] NativeBridge.applyMirrored(byte[] metadata, String name, String dir, String request,
-/// String mirrors, String outputUri)`: like `applyToBytes` (new state files go into `dir`), but
-/// absolute handles of new files name `<outputUri>/<file>`, where the caller uploads them.
+/// String mirrors, String outputUri)`: the surgery; new state files go into `dir`, and (with an
+/// `outputUri`) absolute handles of new files name `<outputUri>/<file>`, where the caller uploads
+/// them. Returns the plan with its result, then `i32 length` and the new metadata bytes.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyMirrored<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -404,10 +339,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyMirrored<'l>(
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
             let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
-            let req = surgery::Request::parse(&string_arg(env, &request)?.unwrap_or_default())?;
             let out_uri = string_arg(env, &output_uri)?;
-            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
-            let (new_bytes, applied) = surgery::apply_to_bytes_for(&cp, &plan, out_uri.as_deref())?;
+            let plan = surgery::plan(
+                &cp,
+                &request_arg(env, &request)?,
+                &mut surgery::random_file_name,
+            )?;
+            let (new_bytes, applied) = surgery::apply_to_bytes(&cp, &plan, out_uri.as_deref())?;
             let mut out = surgery::encode_plan(&cp, &plan, Some(&applied));
             let n = i32::try_from(new_bytes.len()).map_err(|_| {
                 Error::InvalidArgument("the new metadata is larger than a Java array".into())

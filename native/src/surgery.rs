@@ -831,15 +831,10 @@ fn write_new_streams(
 
 /// Surgery on metadata bytes that live elsewhere (an HA `CompletedCheckpoint`): new state files
 /// go into the checkpoint's directory, and the new metadata comes back as bytes, parsed again
-/// and checked, for the caller to store.
-pub fn apply_to_bytes(cp: &Checkpoint, plan: &Plan) -> Result<(Vec<u8>, Applied)> {
-    apply_to_bytes_for(cp, plan, None)
-}
-
-/// [`apply_to_bytes`] for a checkpoint staged from remote storage: new state files are written
-/// into `cp.dir`, and absolute handles of new files name `<out_uri>/<file>`, where the caller
-/// uploads them. `out_uri` is mirrored to `cp.dir` for the check of the rewritten streams.
-pub fn apply_to_bytes_for(
+/// and checked, for the caller to store. With `out_uri` (a checkpoint staged from remote storage), absolute handles of new files name
+/// `<out_uri>/<file>`, where the caller uploads them; `out_uri` is mirrored to `cp.dir` for the
+/// check of the rewritten streams.
+pub fn apply_to_bytes(
     cp: &Checkpoint,
     plan: &Plan,
     out_uri: Option<&str>,

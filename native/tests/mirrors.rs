@@ -141,7 +141,7 @@ fn surgery_names_new_files_in_the_remote_output_directory() {
     let req = Request::parse(&format!("remove-state\tall\t\t{state}\n")).unwrap();
     let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
     let out = "s3://bucket/repaired/chk-7";
-    let (new_bytes, applied) = surgery::apply_to_bytes_for(&cp, &plan, Some(out)).unwrap();
+    let (new_bytes, applied) = surgery::apply_to_bytes(&cp, &plan, Some(out)).unwrap();
     assert!(!applied.written.is_empty());
     let md = metadata::parse(Bytes::from(new_bytes)).unwrap();
     let mut new_paths = Vec::new();

@@ -23,8 +23,9 @@ final class NativeBridge {
 
     static native byte[] inspect(String path) throws CheckpointSurgeonException;
 
-    static native byte[] inspectBytes(byte[] metadata, String name, String dir)
-            throws CheckpointSurgeonException;
+    static byte[] inspectBytes(byte[] metadata, String name, String dir) throws CheckpointSurgeonException {
+        return inspectMirrored(metadata, name, dir, null);
+    }
 
     static native String describe(byte[] metadata) throws CheckpointSurgeonException;
 
@@ -35,11 +36,16 @@ final class NativeBridge {
     static native byte[] apply(String path, String request, String outputDir, boolean inPlace,
             boolean copyUnchanged) throws CheckpointSurgeonException;
 
-    static native byte[] applyToBytes(byte[] metadata, String name, String dir, String request)
-            throws CheckpointSurgeonException;
+    /** The surgery on metadata bytes; new state files go into {@code dir}. */
+    static byte[] applyToBytes(byte[] metadata, String name, String dir, String request)
+            throws CheckpointSurgeonException {
+        return applyMirrored(metadata, name, dir, request, null, null);
+    }
 
-    static native byte[] planBytes(byte[] metadata, String name, String dir, String request)
-            throws CheckpointSurgeonException;
+    static byte[] planBytes(byte[] metadata, String name, String dir, String request)
+            throws CheckpointSurgeonException {
+        return planMirrored(metadata, name, dir, request, null);
+    }
 
     static native void panicForTesting() throws CheckpointSurgeonException;
 
