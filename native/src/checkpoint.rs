@@ -24,6 +24,8 @@ pub fn map_file(path: &Path) -> Result<Bytes> {
     // written; a concurrent truncation by another process could fault, as with any mmap
     // reader, which is why the tool never writes to a file it has mapped.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.display(), e))?;
+    // Read ahead: the file is parsed front to back. Only a hint, so a failure does not matter.
+    let _ = map.advise(memmap2::Advice::Sequential);
     Ok(Bytes::from_owner(map))
 }
 

@@ -507,19 +507,18 @@ fn element_ranges_sorted(handle: &OperatorHandle, stream_len: u64) -> Vec<Vec<(u
         .collect()
 }
 
-/// The common layout, in linear time: each state's offsets ascend strictly and the states lie
-/// in disjoint blocks, as Flink writes them (one state's elements after the other's). None when
-/// the offsets do not have that shape.
-fn element_ranges_in_blocks(
-    handle: &OperatorHandle,
-    stream_len: u64,
-) -> Option<Vec<Vec<(u64, u64)>>> {
+/// Where each state's elements lie when the stream has the layout Flink writes: each state's
+/// offsets ascend strictly and the states occupy disjoint blocks, one after the other. Per state
+/// (in handle order) the block `[first offset, start of the next block or end of stream)`, or
+/// None for a state without elements. None when the offsets do not have that shape. Linear in the
+/// number of offsets, and it allocates nothing per element.
+pub fn state_blocks(handle: &OperatorHandle, stream_len: u64) -> Option<Vec<Option<(u64, u64)>>> {
     let mut blocks: Vec<(u64, u64, usize)> = Vec::with_capacity(handle.states.len());
     for (i, st) in handle.states.iter().enumerate() {
         let mut prev: Option<u64> = None;
         for o in st.offsets.iter() {
             let o = o as u64;
-            if prev.is_some_and(|p| p >= o) {
+            if prev.is_some_and(|p| p >= o) || o > stream_len {
                 return None;
             }
             prev = Some(o);
@@ -532,18 +531,36 @@ fn element_ranges_in_blocks(
     if blocks.windows(2).any(|w| w[0].1 >= w[1].0) {
         return None;
     }
-    let mut out: Vec<Vec<(u64, u64)>> = vec![Vec::new(); handle.states.len()];
-    for (b, &(_, _, i)) in blocks.iter().enumerate() {
-        let block_end = blocks.get(b + 1).map_or(stream_len, |n| n.0);
-        let offs = &handle.states[i].offsets;
-        let mut v = Vec::with_capacity(offs.len());
-        let mut it = offs.iter().map(|o| o as u64).peekable();
-        while let Some(o) = it.next() {
-            v.push((o, it.peek().copied().unwrap_or(block_end)));
-        }
-        out[i] = v;
+    let mut out = vec![None; handle.states.len()];
+    for (b, &(start, _, i)) in blocks.iter().enumerate() {
+        out[i] = Some((start, blocks.get(b + 1).map_or(stream_len, |n| n.0)));
     }
     Some(out)
+}
+
+/// The element ranges of one state whose elements fill `[offsets[0], block_end)`.
+pub fn ranges_in_block(offsets: &crate::handles::Offsets, block_end: u64) -> Vec<(u64, u64)> {
+    let mut v = Vec::with_capacity(offsets.len());
+    let mut it = offsets.iter().map(|o| o as u64).peekable();
+    while let Some(o) = it.next() {
+        v.push((o, it.peek().copied().unwrap_or(block_end)));
+    }
+    v
+}
+
+fn element_ranges_in_blocks(
+    handle: &OperatorHandle,
+    stream_len: u64,
+) -> Option<Vec<Vec<(u64, u64)>>> {
+    let blocks = state_blocks(handle, stream_len)?;
+    Some(
+        handle
+            .states
+            .iter()
+            .zip(blocks)
+            .map(|(st, b)| b.map_or_else(Vec::new, |(_, end)| ranges_in_block(&st.offsets, end)))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

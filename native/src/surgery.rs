@@ -483,8 +483,24 @@ fn rewrite_stream(
     let stream = cp.stream_bytes(delegate)?;
     let header = opstate::parse_header(&stream, h).map_err(|e| e.in_file(&location))?;
     opstate::check_frames_cuttable(&stream, &header, h).map_err(|e| e.in_file(&location))?;
-    let ranges =
-        opstate::element_ranges(h, stream.len() as u64).map_err(|e| e.in_file(&location))?;
+    // Per-element ranges only where elements are cut one by one; a removed state in the usual
+    // block layout is one cut, however many elements it has.
+    let blocks = opstate::state_blocks(h, stream.len() as u64);
+    let all_ranges = match blocks {
+        Some(_) => None,
+        None => Some(
+            opstate::element_ranges(h, stream.len() as u64).map_err(|e| e.in_file(&location))?,
+        ),
+    };
+    let ranges_of = |pos: usize| -> Vec<(u64, u64)> {
+        match (&all_ranges, &blocks) {
+            (Some(all), _) => all[pos].clone(),
+            (None, Some(b)) => b[pos].map_or_else(Vec::new, |(_, end)| {
+                opstate::ranges_in_block(&h.states[pos].offsets, end)
+            }),
+            (None, None) => Vec::new(),
+        }
+    };
     // Byte ranges to cut, and the two i16 counts to patch.
     let mut cuts: Vec<(u64, u64)> = Vec::new();
     let mut removed_per_state: HashMap<usize, i64> = HashMap::new();
@@ -502,15 +518,25 @@ fn rewrite_stream(
                         broadcast_removed += 1;
                     }
                 }
-                for &(a, b) in &ranges[pos] {
-                    push_cut(&mut cuts, a, b);
-                    removed += (b - a) as i64;
+                match (&blocks, all_ranges.is_none()) {
+                    (Some(b), true) => {
+                        if let Some((a, end)) = b[pos] {
+                            push_cut(&mut cuts, a, end);
+                            removed += (end - a) as i64;
+                        }
+                    }
+                    _ => {
+                        for (a, b) in ranges_of(pos) {
+                            push_cut(&mut cuts, a, b);
+                            removed += (b - a) as i64;
+                        }
+                    }
                 }
             }
             removed_per_state.insert(pos, removed);
         } else if let Some(keep) = edit.keep.get(&pos) {
             let mut removed = 0i64;
-            for (&(a, b), &k) in ranges[pos].iter().zip(keep) {
+            for ((a, b), &k) in ranges_of(pos).into_iter().zip(keep) {
                 if !k {
                     push_cut(&mut cuts, a, b);
                     removed += (b - a) as i64;
