@@ -57,6 +57,9 @@ pub struct StreamHeader {
     pub entries: Vec<MetaInfoEntry>,
     /// Where the data section starts (the first byte after the header).
     pub data_start: usize,
+    /// Each state's block of elements, when the offsets have the usual layout (see
+    /// [`state_blocks`]); computed here because it costs the same pass as the smallest offset.
+    pub blocks: Option<Vec<Option<(u64, u64)>>>,
 }
 
 impl StreamHeader {
@@ -77,6 +80,7 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
             broadcast_count_at: 0,
             entries: Vec::new(),
             data_start: 0,
+            blocks: None,
         });
     }
     let mut r = Reader::new(stream.clone());
@@ -104,12 +108,17 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
         false
     };
     let names: Vec<&JStr> = handle.states.iter().map(|s| &s.name).collect();
-    let min_offset = handle
-        .states
-        .iter()
-        .flat_map(|s| s.offsets.iter())
-        .min()
-        .map(|o| o as usize);
+    // One pass over the offsets: with the usual layout the smallest offset is the first block's.
+    let blocks = state_blocks(handle, stream.len() as u64);
+    let min_offset = match &blocks {
+        Some(b) => b.iter().flatten().map(|&(start, _)| start as usize).min(),
+        None => handle
+            .states
+            .iter()
+            .flat_map(|s| s.offsets.iter())
+            .min()
+            .map(|o| o as usize),
+    };
     if let Some(m) = min_offset.filter(|&m| m > stream.len()) {
         return Err(Error::format(
             0,
@@ -157,6 +166,7 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
         broadcast_count_at,
         entries,
         data_start,
+        blocks,
     })
 }
 

@@ -485,7 +485,7 @@ fn rewrite_stream(
     opstate::check_frames_cuttable(&stream, &header, h).map_err(|e| e.in_file(&location))?;
     // Per-element ranges only where elements are cut one by one; a removed state in the usual
     // block layout is one cut, however many elements it has.
-    let blocks = opstate::state_blocks(h, stream.len() as u64);
+    let blocks = header.blocks.clone();
     let all_ranges = match blocks {
         Some(_) => None,
         None => Some(
