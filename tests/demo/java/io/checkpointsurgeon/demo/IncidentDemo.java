@@ -68,7 +68,7 @@ public final class IncidentDemo {
     /** Everything the demo measured. */
     public record Result(Options options, Checkpoint preMigration, List<Restore> restores, Checkpoint grown,
                          Checkpoint repaired, SurgeryPlan plan, Map<String, Long> splitsBefore,
-                         Map<String, Long> splitsAfter, Checkpoint last, long produced, long outputRecords,
+                         Map<String, Long> splitsAfter, Map<String, Long> splitsNative, Checkpoint last, long produced, long outputRecords,
                          long missing, long duplicates, double seconds) {}
 
     /** A measured checkpoint or savepoint. */
@@ -228,6 +228,15 @@ public final class IncidentDemo {
         Checkpoint repaired = measure(repairedDir);
         Map<String, Long> splitsBefore = SplitOffsets.read(from);
         Map<String, Long> splitsAfter = SplitOffsets.read(repairedDir);
+        // the same offsets as checkpoint-surgeon's inspect decodes them natively
+        Map<String, Long> splitsNative = new java.util.TreeMap<>();
+        for (io.checkpointsurgeon.InspectReport.OperatorInfo op : CheckpointSurgeon.inspect(from).operators()) {
+            for (io.checkpointsurgeon.InspectReport.KafkaOffset k
+                    : op.kafkaOffsets().getOrDefault(Jobs.READER_STATE, List.of())) {
+                splitsNative.put(k.topic() + "-" + k.partition(), k.offset());
+            }
+        }
+        out.println("KafkaSource split offsets as `checkpoint-surgeon inspect` decodes them: " + splitsNative);
         out.println("KafkaSource split offsets before the repair: " + splitsBefore);
         out.println("KafkaSource split offsets after the repair:  " + splitsAfter
                 + (splitsBefore.equals(splitsAfter) ? "  (unchanged)" : "  (CHANGED)"));
@@ -248,7 +257,7 @@ public final class IncidentDemo {
         // 5. Every produced record must be in the output topic.
         output.awaitAll(produced, TIMEOUT_SECONDS);
         OutputTracker.Summary s = output.summary(produced);
-        return new Result(o, pre, restores, grown, repaired, plan, splitsBefore, splitsAfter, loaded, produced,
+        return new Result(o, pre, restores, grown, repaired, plan, splitsBefore, splitsAfter, splitsNative, loaded, produced,
                 s.records(), s.missing(), s.duplicates(), secs(t0));
     }
 
@@ -284,6 +293,9 @@ public final class IncidentDemo {
         if (r.last().staleElements() != 0) p.add("the latest checkpoint has stale elements again");
         if (!r.splitsBefore().equals(r.splitsAfter()) || r.splitsBefore().size() != r.options().partitions()) {
             p.add("split offsets changed or incomplete: " + r.splitsBefore() + " -> " + r.splitsAfter());
+        }
+        if (!r.splitsNative().equals(r.splitsBefore())) {
+            p.add("inspect decoded the split offsets as " + r.splitsNative() + ", the connector as " + r.splitsBefore());
         }
         if (r.missing() != 0) p.add(r.missing() + " records missing from the output topic");
         return p;
