@@ -284,4 +284,47 @@ public final class CheckpointSurgeon {
     public static List<Finding> doctorHa(Path haFile) throws CheckpointSurgeonException {
         return Doctor.examine(inspectHa(haFile), haFile);
     }
+
+    /**
+     * Applies a surgery to Flink's own {@code CheckpointMetadata} object (typed {@code Object} so that
+     * this jar needs no Flink at compile time): Flink serializes it, the native code rewrites it, and
+     * Flink's loader reads the result, which is returned as a new {@code CheckpointMetadata}.
+     *
+     * @param checkpointDir where the checkpoint's relative state files live, and where rewritten
+     *     state files are written (null if the state is inline only)
+     */
+    public static Object apply(Object checkpointMetadata, Surgery surgery, Path checkpointDir)
+            throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpointMetadata, "checkpointMetadata");
+        NativeBridge.ensureLoaded();
+        HaCheckpoint.requireFlink(Path.of("CheckpointMetadata"));
+        String dir = checkpointDir == null ? null : checkpointDir.toAbsolutePath().toString();
+        try {
+            byte[] before = HaCheckpoint.store(checkpointMetadata);
+            SurgeryPlan.WithMetadata out = SurgeryPlan.decodeWithMetadata(
+                    NativeBridge.applyToBytes(before, "CheckpointMetadata", dir, surgery.encode()));
+            return HaCheckpoint.load(out.metadata(), dir);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw new CheckpointSurgeonException("VALIDATION", "Flink rejected the checkpoint metadata: " + e.getCause(),
+                    e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("VALIDATION", "Flink's checkpoint classes are not usable: " + e, e);
+        }
+    }
+
+    /**
+     * Applies a surgery to Flink's own {@code CompletedCheckpoint} object in place: its operator
+     * states are replaced by the repaired ones that Flink's loader read back. Returns the plan.
+     */
+    public static SurgeryPlan applyToCompletedCheckpoint(Object completedCheckpoint, Surgery surgery)
+            throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        HaCheckpoint.requireFlink(Path.of("CompletedCheckpoint"));
+        HaCheckpoint ha = HaCheckpoint.of(completedCheckpoint);
+        Path dir = ha.checkpointDir();
+        SurgeryPlan.WithMetadata out = SurgeryPlan.decodeWithMetadata(NativeBridge.applyToBytes(ha.metadataBytes(),
+                "CompletedCheckpoint " + ha.checkpointId, dir == null ? null : dir.toString(), surgery.encode()));
+        ha.replaceOperatorStates(out.metadata());
+        return out.plan();
+    }
 }

@@ -140,6 +140,37 @@ final class HaCheckpoint {
         return l;
     }
 
+    /** A CompletedCheckpoint object that is already in memory (not read from a file). */
+    static HaCheckpoint of(Object completedCheckpoint) throws CheckpointSurgeonException {
+        if (completedCheckpoint == null || !completedCheckpoint.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
+            throw new CheckpointSurgeonException("INVALID_ARGUMENT", "expected a " + COMPLETED_CHECKPOINT + ", got "
+                    + (completedCheckpoint == null ? "null" : completedCheckpoint.getClass().getName()));
+        }
+        try {
+            return new HaCheckpoint(null, completedCheckpoint);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("VALIDATION", "unexpected CompletedCheckpoint shape: " + e, e);
+        }
+    }
+
+    /** Flink's {@code Checkpoints.storeCheckpointMetadata} of a {@code CheckpointMetadata} object. */
+    static byte[] store(Object checkpointMetadata) throws ReflectiveOperationException {
+        Class<?> mdClass = Class.forName("org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata");
+        ByteArrayOutputStream bos = new ByteArrayOutputStream(1 << 16);
+        Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints")
+                .getMethod("storeCheckpointMetadata", mdClass, OutputStream.class)
+                .invoke(null, checkpointMetadata, bos);
+        return bos.toByteArray();
+    }
+
+    /** Flink's {@code Checkpoints.loadCheckpointMetadata} of metadata bytes. */
+    static Object load(byte[] metadata, String externalPointer) throws ReflectiveOperationException {
+        Method load = Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints").getMethod(
+                "loadCheckpointMetadata", DataInputStream.class, ClassLoader.class, String.class);
+        return load.invoke(null, new DataInputStream(new ByteArrayInputStream(metadata)),
+                HaCheckpoint.class.getClassLoader(), externalPointer);
+    }
+
     /** The exclusive checkpoint directory (where the checkpoint's relative state files live). */
     Path checkpointDir() {
         if (externalPointer == null || externalPointer.isEmpty()) {
@@ -162,11 +193,7 @@ final class HaCheckpoint {
             Class<?> mdClass = Class.forName("org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata");
             Constructor<?> ctor = mdClass.getConstructor(long.class, Collection.class, Collection.class);
             Object md = ctor.newInstance(checkpointId, new ArrayList<>(ops), new ArrayList<>(masters));
-            ByteArrayOutputStream bos = new ByteArrayOutputStream(1 << 16);
-            Method store = Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints")
-                    .getMethod("storeCheckpointMetadata", mdClass, OutputStream.class);
-            store.invoke(null, md, bos);
-            return bos.toByteArray();
+            return store(md);
         } catch (InvocationTargetException e) {
             throw new CheckpointSurgeonException("VALIDATION", file + ": Flink could not serialize the checkpoint's"
                     + " operator states: " + e.getCause(), e.getCause());
@@ -181,10 +208,7 @@ final class HaCheckpoint {
      */
     void replaceOperatorStates(byte[] metadata) throws CheckpointSurgeonException {
         try {
-            Method load = Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints").getMethod(
-                    "loadCheckpointMetadata", DataInputStream.class, ClassLoader.class, String.class);
-            Object md = load.invoke(null, new DataInputStream(new ByteArrayInputStream(metadata)),
-                    HaCheckpoint.class.getClassLoader(), externalPointer);
+            Object md = load(metadata, externalPointer);
             Collection<?> ops = (Collection<?>) call(md, "getOperatorStates");
             @SuppressWarnings("unchecked")
             Map<Object, Object> live = (Map<Object, Object>) operatorStates();

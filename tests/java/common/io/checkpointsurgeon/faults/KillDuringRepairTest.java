@@ -139,7 +139,7 @@ public class KillDuringRepairTest {
      * An HA file as a 1.15 JobManager writes it (a Java-serialized CompletedCheckpoint), holding the
      * operator states that Flink's own loader reads from a retained checkpoint whose state is inline.
      */
-    static Path completedCheckpointOf(Path checkpointDir) throws Exception {
+    public static Path completedCheckpointOf(Path checkpointDir) throws Exception {
         org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata md;
         Path metadataFile = checkpointDir.resolve("_metadata");
         try (InputStream in = Files.newInputStream(metadataFile)) {
