@@ -48,29 +48,34 @@ final class HaCheckpoint {
     static HaCheckpoint read(Path file) throws CheckpointSurgeonException {
         requireFlink(file);
         ClassLoader cl = HaCheckpoint.class.getClassLoader();
+        java.util.Set<String> mismatches = new java.util.LinkedHashSet<>();
         Object o;
-        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 20)) {
-            Method m = Class.forName("org.apache.flink.util.InstantiationUtil")
-                    .getMethod("deserializeObject", InputStream.class, ClassLoader.class);
-            o = m.invoke(null, in, cl);
-        } catch (InvocationTargetException e) {
-            Throwable c = e.getCause();
-            if (c instanceof InvalidClassException || c instanceof ClassCastException || c instanceof ClassNotFoundException) {
-                throw new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by a Flink version"
-                        + " whose classes differ from Flink " + FlinkJudge.flinkVersion() + " on the classpath: " + c
-                        + "; run checkpoint-surgeon with the Flink jars of the cluster that wrote it", c);
-            }
-            throw new CheckpointSurgeonException("FORMAT", file + ": not a Java-serialized CompletedCheckpoint: " + c, c);
+        InputStream raw;
+        try {
+            raw = new BufferedInputStream(Files.newInputStream(file), 1 << 20);
         } catch (IOException e) {
             throw new CheckpointSurgeonException("IO", file + ": " + e, e);
-        } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("VALIDATION", "Flink's InstantiationUtil is not usable: " + e, e);
+        }
+        try (InputStream in = raw; java.io.ObjectInputStream ois = new CheckingObjectInputStream(in, cl, mismatches)) {
+            o = ois.readObject();
+        } catch (IOException | ClassNotFoundException | RuntimeException e) {
+            if (!mismatches.isEmpty()) {
+                throw otherVersion(file, mismatches, e);
+            }
+            if (e instanceof InvalidClassException || e instanceof ClassCastException || e instanceof ClassNotFoundException) {
+                throw new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by a Flink version"
+                        + " whose classes differ from Flink " + FlinkJudge.flinkVersion() + " on the classpath: " + e
+                        + "; run checkpoint-surgeon with the Flink jars of the cluster that wrote it", e);
+            }
+            throw new CheckpointSurgeonException("FORMAT", file + ": not a Java-serialized CompletedCheckpoint: " + e, e);
         }
         if (o == null || !o.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
             throw new CheckpointSurgeonException("FORMAT", file + ": expected a " + COMPLETED_CHECKPOINT + ", found "
                     + (o == null ? "null" : o.getClass().getName()));
         }
-        checkWrittenByThisFlinkVersion(file, cl);
+        if (!mismatches.isEmpty()) {
+            throw otherVersion(file, mismatches, null);
+        }
         try {
             return new HaCheckpoint(file, o);
         } catch (ReflectiveOperationException e) {
@@ -78,56 +83,55 @@ final class HaCheckpoint {
         }
     }
 
-    /**
-     * Java serialization accepts a stream whose classes have the same serialVersionUID but other
-     * fields (missing fields stay null, unknown ones are dropped), and the UIDs of Flink's checkpoint
-     * classes never change: Flink 1.20 and 2.x silently read a 1.15 CompletedCheckpoint. Rewriting it
-     * with the wrong version's classes must not happen, so every Flink class description in the file
-     * must have exactly the fields of the class on the classpath.
-     */
-    private static void checkWrittenByThisFlinkVersion(Path file, ClassLoader cl) throws CheckpointSurgeonException {
-        java.util.Set<String> mismatches = new java.util.LinkedHashSet<>();
-        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 20);
-             java.io.ObjectInputStream ois = new java.io.ObjectInputStream(in) {
-                 @Override
-                 protected java.io.ObjectStreamClass readClassDescriptor() throws IOException, ClassNotFoundException {
-                     java.io.ObjectStreamClass d = super.readClassDescriptor();
-                     if (d.getName().startsWith("org.apache.flink.")) {
-                         java.io.ObjectStreamClass local = java.io.ObjectStreamClass.lookup(Class.forName(d.getName(), false, cl));
-                         java.util.List<String> inFile = fields(d);
-                         java.util.List<String> here = local == null ? java.util.List.of() : fields(local);
-                         if (!inFile.equals(here)) {
-                             java.util.List<String> onlyFile = new ArrayList<>(inFile);
-                             onlyFile.removeAll(here);
-                             java.util.List<String> onlyHere = new ArrayList<>(here);
-                             onlyHere.removeAll(inFile);
-                             mismatches.add(d.getName() + (local == null ? " is not serializable here"
-                                     : ": fields only in the file " + onlyFile + ", only here " + onlyHere));
-                         }
-                     }
-                     return d;
-                 }
+    private static CheckpointSurgeonException otherVersion(Path file, java.util.Set<String> mismatches, Throwable cause) {
+        return new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by another Flink version"
+                + " than Flink " + FlinkJudge.flinkVersion() + " on the classpath (" + String.join("; ", mismatches)
+                + "); run checkpoint-surgeon with the Flink jars of the cluster that wrote it", cause);
+    }
 
-                 @Override
-                 protected Class<?> resolveClass(java.io.ObjectStreamClass desc) throws IOException, ClassNotFoundException {
-                     try {
-                         return Class.forName(desc.getName(), false, cl);
-                     } catch (ClassNotFoundException e) {
-                         return super.resolveClass(desc);
-                     }
-                 }
-             }) {
-            ois.readObject();
-        } catch (IOException | ClassNotFoundException | RuntimeException e) {
-            if (mismatches.isEmpty()) {
-                throw new CheckpointSurgeonException("VALIDATION", file + ": could not check the classes of the HA file"
-                        + " against Flink " + FlinkJudge.flinkVersion() + ": " + e, e);
-            }
+    /**
+     * Deserializes with the Flink classes of {@code cl} and records every Flink class whose fields in
+     * the stream differ from the class on the classpath. Java serialization accepts such a stream
+     * (the serialVersionUIDs of Flink's checkpoint classes never change; missing fields stay null,
+     * unknown ones are dropped), so Flink 1.20 and 2.x silently read a 1.15 CompletedCheckpoint;
+     * rewriting it with the wrong version's classes must not happen.
+     */
+    private static final class CheckingObjectInputStream extends java.io.ObjectInputStream {
+        private final ClassLoader cl;
+        private final java.util.Set<String> mismatches;
+
+        CheckingObjectInputStream(InputStream in, ClassLoader cl, java.util.Set<String> mismatches) throws IOException {
+            super(in);
+            this.cl = cl;
+            this.mismatches = mismatches;
         }
-        if (!mismatches.isEmpty()) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by another Flink version"
-                    + " than Flink " + FlinkJudge.flinkVersion() + " on the classpath (" + String.join("; ", mismatches)
-                    + "); run checkpoint-surgeon with the Flink jars of the cluster that wrote it");
+
+        @Override
+        protected java.io.ObjectStreamClass readClassDescriptor() throws IOException, ClassNotFoundException {
+            java.io.ObjectStreamClass d = super.readClassDescriptor();
+            if (d.getName().startsWith("org.apache.flink.")) {
+                java.io.ObjectStreamClass local = java.io.ObjectStreamClass.lookup(Class.forName(d.getName(), false, cl));
+                java.util.List<String> inFile = fields(d);
+                java.util.List<String> here = local == null ? java.util.List.of() : fields(local);
+                if (!inFile.equals(here)) {
+                    java.util.List<String> onlyFile = new ArrayList<>(inFile);
+                    onlyFile.removeAll(here);
+                    java.util.List<String> onlyHere = new ArrayList<>(here);
+                    onlyHere.removeAll(inFile);
+                    mismatches.add(d.getName() + (local == null ? " is not serializable here"
+                            : ": fields only in the file " + onlyFile + ", only here " + onlyHere));
+                }
+            }
+            return d;
+        }
+
+        @Override
+        protected Class<?> resolveClass(java.io.ObjectStreamClass desc) throws IOException, ClassNotFoundException {
+            try {
+                return Class.forName(desc.getName(), false, cl);
+            } catch (ClassNotFoundException e) {
+                return super.resolveClass(desc);
+            }
         }
     }
 
