@@ -892,6 +892,12 @@ pub fn apply_to_bytes(
 
 /// Every rewritten stream must parse, and its header must name exactly the handle's states.
 fn verify_streams(cp: &Checkpoint, plan: &Plan) -> Result<()> {
+    let new_files: HashSet<&str> = plan
+        .new_streams
+        .iter()
+        .filter_map(|s| s.file_name.as_deref())
+        .collect();
+    let inline_rewritten = plan.new_streams.iter().any(|s| s.file_name.is_none());
     for op in &cp.metadata.operators {
         for (_, st) in op.subtask_states() {
             for h in [st.managed_operator(), st.raw_operator()]
@@ -900,27 +906,28 @@ fn verify_streams(cp: &Checkpoint, plan: &Plan) -> Result<()> {
             {
                 let Some(d) = &h.delegate else { continue };
                 let rewritten = match d {
-                    StreamHandle::ByteStream { .. } => {
-                        plan.new_streams.iter().any(|s| s.file_name.is_none())
+                    StreamHandle::ByteStream { .. } => inline_rewritten,
+                    StreamHandle::RelativeFile { path, .. } => {
+                        new_files.contains(path.to_string().as_str())
                     }
-                    StreamHandle::RelativeFile { path, .. } => plan
-                        .new_streams
-                        .iter()
-                        .any(|s| s.file_name.as_deref() == Some(&path.to_string())),
-                    StreamHandle::File { path, .. } => plan.new_streams.iter().any(|s| {
-                        s.file_name
-                            .as_ref()
-                            .is_some_and(|n| path.to_string().ends_with(n.as_str()))
-                    }),
+                    // an absolute handle of a new file: its path ends with the file name
+                    StreamHandle::File { path, .. } => path
+                        .to_string()
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|n| new_files.contains(n)),
                     _ => false,
                 };
-                if !rewritten || plan.depth == Depth::MetadataOnly {
+                if !rewritten {
                     continue;
                 }
                 let stream = cp.stream_bytes(d)?;
                 let header = opstate::parse_header(&stream, h)
                     .map_err(|e| e.in_file(&delegate_location(d)))?;
-                if header.entries.len() != h.states.len()
+                // Every state of the handle has its entry; after a purge, and only then, the
+                // header names no other state (metadata-only removals keep their entries).
+                let exact = plan.depth == Depth::Purge;
+                if (exact && header.entries.len() != h.states.len())
                     || h.states.iter().any(|s| header.entry(&s.name).is_none())
                 {
                     return Err(Error::InvalidArgument(format!(
