@@ -26,7 +26,7 @@
 #   cli-purge          checkpoint-surgeon remove-state IN --state S --apply --output OUT   (installDist launcher)
 #   cli-metadata-only  the same with --metadata-only (what Flink's route does: the streams keep the state)
 #   rust-purge         the same surgery in-process in Rust, no JVM (bench/rust: bench_apply)
-#   bytes-purge        Java reads _metadata into a byte[], NativeBridge.applyToBytes, writes the result
+#   bytes-purge        Java reads _metadata into a byte[], NativeBridge.stageMirrored, writes the result
 #   bytes-metadata-only  the same, --metadata-only
 #   flink              Checkpoints.loadCheckpointMetadata, drop S from every handle map, storeCheckpointMetadata
 #   cp                 cp IN/_metadata OUT/_metadata (the physical floor: read + write every byte, no fsync)

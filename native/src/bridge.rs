@@ -4,7 +4,7 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::error::Error;
-use crate::{describe, inspect, metadata, surgery};
+use crate::{commit, describe, inspect, metadata, surgery};
 use bytes::Bytes;
 use jni::errors::ErrorPolicy;
 use jni::objects::{JByteArray, JClass, JString};
@@ -163,32 +163,26 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] NativeBridge.apply(String path, String request, String outDir, boolean inPlace,
-/// boolean copyUnchanged)`: plans, writes and verifies the surgery; returns plan and result.
+/// `byte[] NativeBridge.stage(String path, String request, String streamDir)`: plans the surgery
+/// and writes its new state files and new `_metadata` under fresh names in `streamDir` (see
+/// `commit::stage`); returns the plan with what was staged.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_apply<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stage<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     path: JString<'l>,
     request: JString<'l>,
-    out_dir: JString<'l>,
-    in_place: jni::sys::jboolean,
-    copy_unchanged: jni::sys::jboolean,
+    stream_dir: JString<'l>,
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
             let path = string_arg(env, &path)?.unwrap_or_default();
             let req = request_arg(env, &request)?;
-            let out = surgery::Output {
-                dir: string_arg(env, &out_dir)?.unwrap_or_default().into(),
-                in_place,
-                copy_unchanged,
-            };
+            let stream_dir = string_arg(env, &stream_dir)?.unwrap_or_default();
             let cp = Checkpoint::open(Path::new(&path))?;
             let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
-            let applied = surgery::apply(&cp, &plan, &out)?;
-            let bytes = surgery::encode_plan(&cp, &plan, Some(&applied));
-            Ok(env.byte_array_from_slice(&bytes)?)
+            let staged = commit::stage(&cp, &plan, Path::new(&stream_dir), None)?;
+            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, Some(&staged)))?)
         })
         .resolve::<ThrowSurgeonException>()
 }
@@ -321,12 +315,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planMirrored<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] NativeBridge.applyMirrored(byte[] metadata, String name, String dir, String request,
-/// String mirrors, String outputUri)`: the surgery; new state files go into `dir`, and (with an
-/// `outputUri`) absolute handles of new files name `<outputUri>/<file>`, where the caller uploads
-/// them. Returns the plan with its result, then `i32 length` and the new metadata bytes.
+/// `byte[] NativeBridge.stageMirrored(byte[] metadata, String name, String dir, String request,
+/// String mirrors, String outputUri, String streamDir)`: [`Java_io_checkpointsurgeon_NativeBridge_stage`]
+/// on metadata bytes. With an `outputUri` (a Flink path), absolute handles of new files name
+/// `<outputUri>/<file>`, where the caller uploads them from `streamDir`.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyMirrored<'l>(
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stageMirrored<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     metadata: JByteArray<'l>,
@@ -335,24 +330,62 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_applyMirrored<'l>(
     request: JString<'l>,
     mirrors: JString<'l>,
     output_uri: JString<'l>,
+    stream_dir: JString<'l>,
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
             let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
             let out_uri = string_arg(env, &output_uri)?;
+            let stream_dir = string_arg(env, &stream_dir)?.unwrap_or_default();
             let plan = surgery::plan(
                 &cp,
                 &request_arg(env, &request)?,
                 &mut surgery::random_file_name,
             )?;
-            let (new_bytes, applied) = surgery::apply_to_bytes(&cp, &plan, out_uri.as_deref())?;
-            let mut out = surgery::encode_plan(&cp, &plan, Some(&applied));
-            let n = i32::try_from(new_bytes.len()).map_err(|_| {
-                Error::InvalidArgument("the new metadata is larger than a Java array".into())
-            })?;
-            out.extend_from_slice(&n.to_be_bytes());
-            out.extend_from_slice(&new_bytes);
-            Ok(env.byte_array_from_slice(&out)?)
+            let staged = commit::stage(&cp, &plan, Path::new(&stream_dir), out_uri.as_deref())?;
+            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, Some(&staged)))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// Directory locks held for Java (`NativeBridge.lockDirectory` / `unlockDirectory`), by id.
+static LOCKS: std::sync::Mutex<std::collections::BTreeMap<i64, std::fs::File>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+static NEXT_LOCK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+
+/// `long NativeBridge.lockDirectory(String dir)`: takes the commit lock of a directory
+/// (`commit::lock_dir`) and returns its id for `unlockDirectory`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_lockDirectory<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    dir: JString<'l>,
+) -> jni::sys::jlong {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let dir = string_arg(env, &dir)?.unwrap_or_default();
+            let file = commit::lock_dir(Path::new(&dir))?;
+            let id = NEXT_LOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            LOCKS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, file);
+            Ok(id)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `void NativeBridge.unlockDirectory(long id)`: releases a lock taken by `lockDirectory`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_unlockDirectory<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    id: jni::sys::jlong,
+) {
+    unowned
+        .with_env(|_env| -> Result<(), BridgeError> {
+            LOCKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            Ok(())
         })
         .resolve::<ThrowSurgeonException>()
 }

@@ -66,6 +66,12 @@ impl Checkpoint {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
+        if metadata_path.is_dir() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is a directory, not a checkpoint's _metadata file",
+                metadata_path.display()
+            )));
+        }
         let bytes = map_file(&metadata_path)?;
         let metadata = metadata::parse(bytes.clone())
             .map_err(|e| e.in_file(&metadata_path.display().to_string()))?;
@@ -147,7 +153,10 @@ impl Checkpoint {
                         "relative state file '{name}': no checkpoint directory is known"
                     )));
                 }
-                Some(self.dir.join(name))
+                let p = self.dir.join(name);
+                let dir = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+                refuse_link_outside(&p, std::slice::from_ref(&dir))?;
+                Some(p)
             }
             StreamHandle::File { path, .. } | StreamHandle::Segment { path, .. } => {
                 if let Some(p) = self.mirrored(&path.to_string())? {
@@ -166,6 +175,7 @@ impl Checkpoint {
                             .unwrap_or_default()
                     )));
                 }
+                refuse_link_outside(&p, &self.allowed_roots)?;
                 Some(p)
             }
             _ => None,
@@ -196,6 +206,26 @@ impl Checkpoint {
             _ => map_file(&self.local_file(h)?.unwrap_or_default()),
         }
     }
+}
+
+/// Path rules hold for real paths, not only lexically: a state file that is (or lies in) a
+/// symbolic link resolving outside `roots` is refused. A missing file is left to the read.
+fn refuse_link_outside(p: &Path, roots: &[PathBuf]) -> Result<()> {
+    let Ok(real) = std::fs::canonicalize(p) else {
+        return Ok(());
+    };
+    if roots.is_empty() || roots.iter().any(|r| real.starts_with(r)) {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "state file {} resolves through a symbolic link to {}, outside the checkpoint's job directory{}; refusing to use it",
+        p.display(),
+        real.display(),
+        roots
+            .first()
+            .map(|r| format!(" {}", r.display()))
+            .unwrap_or_default()
+    )))
 }
 
 /// A relative state file name must be a plain file name: no separator, no `..`.

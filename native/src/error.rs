@@ -31,6 +31,12 @@ pub enum Error {
     /// The caller asked for something that cannot be done (bad selector, missing state, ...).
     #[error("{0}")]
     InvalidArgument(String),
+    /// A surgery whose selection matches nothing (a typo, or a checkpoint already repaired).
+    #[error("{0}")]
+    NothingSelected(String),
+    /// Another run holds the lock of a directory this run would change.
+    #[error("{0}")]
+    Locked(String),
 }
 
 fn file_prefix(file: &str) -> String {
@@ -83,6 +89,8 @@ impl Error {
             Error::Unsupported { .. } => "UNSUPPORTED",
             Error::Io { .. } => "IO",
             Error::InvalidArgument(_) => "INVALID_ARGUMENT",
+            Error::NothingSelected(_) => "NOTHING_SELECTED",
+            Error::Locked(_) => "LOCKED",
         }
     }
 }

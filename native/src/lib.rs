@@ -3,6 +3,7 @@
 //! nothing of the JVM; `bridge` is the only module that does.
 
 pub mod checkpoint;
+pub mod commit;
 pub mod describe;
 pub mod error;
 pub mod handles;

@@ -6,6 +6,7 @@
 //! streams are lists of slices of the old ones, so nothing large is copied until `apply`.
 
 use crate::checkpoint::{checked_relative, Checkpoint};
+pub use crate::commit::random_file_name;
 use crate::error::{Error, Result};
 use crate::handles::{Mode, Offsets, OperatorHandle, StreamHandle};
 use crate::io::JStr;
@@ -14,7 +15,6 @@ use crate::opstate;
 use crate::uid::operator_id_for_uid;
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
-use std::io::Write;
 
 /// Which operators an operation applies to.
 #[derive(Clone, Debug, PartialEq)]
@@ -264,7 +264,7 @@ pub fn plan(
             }
         }
         if !hit {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::NothingSelected(format!(
                 "{} selects nothing in this checkpoint",
                 describe_op(op_req)
             )));
@@ -635,26 +635,6 @@ fn rewrite_stream(
     })
 }
 
-/// Where and how `apply` writes.
-#[derive(Clone, Debug)]
-pub struct Output {
-    /// The new checkpoint directory (ignored in place).
-    pub dir: std::path::PathBuf,
-    pub in_place: bool,
-    /// Copy unchanged relative state files instead of hard-linking them.
-    pub copy_unchanged: bool,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct Applied {
-    pub metadata_path: std::path::PathBuf,
-    pub metadata_bytes: u64,
-    pub written: Vec<std::path::PathBuf>,
-    pub linked: Vec<std::path::PathBuf>,
-    pub copied: Vec<std::path::PathBuf>,
-    pub backup: Option<std::path::PathBuf>,
-}
-
 /// The size `_metadata` will have after the surgery, without writing it anywhere.
 pub fn new_metadata_size(plan: &Plan) -> u64 {
     let mut w = crate::io::Writer::new(std::io::sink());
@@ -663,316 +643,13 @@ pub fn new_metadata_size(plan: &Plan) -> u64 {
     w.written()
 }
 
-/// A fresh random name for a state file, shaped like the UUIDs Flink uses.
-pub fn random_file_name() -> String {
-    use std::io::Read;
-    let mut b = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
-    if ok.is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        b = (t ^ (std::process::id() as u128) << 64).to_le_bytes();
-    }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// Writes the surgery's result: new state files, then `_metadata` through a temporary file
-/// that is parsed and checked before an atomic rename puts it in place. In place, the old
-/// `_metadata` is kept as a hard-linked backup first. An interrupted run leaves the old
-/// checkpoint (plus unreferenced new files) or the new one, never a mix.
-pub fn apply(cp: &Checkpoint, plan: &Plan, out: &Output) -> Result<Applied> {
-    use std::fs;
-    let target = if out.in_place {
-        cp.dir.clone()
-    } else {
-        out.dir.clone()
-    };
-    let target_s = target.display().to_string();
-    if !out.in_place {
-        if target.exists()
-            && fs::read_dir(&target)
-                .map_err(|e| Error::io(&target_s, e))?
-                .next()
-                .is_some()
-        {
-            return Err(Error::InvalidArgument(format!(
-                "output directory {target_s} is not empty; choose a new directory"
-            )));
-        }
-        fs::create_dir_all(&target).map_err(|e| Error::io(&target_s, e))?;
-    }
-    let target = fs::canonicalize(&target).map_err(|e| Error::io(&target_s, e))?;
-    let mut applied = Applied::default();
-
-    let metadata = write_new_streams(plan, &target, None, &mut applied)?;
-
-    // 2. Unchanged relative files must resolve next to the new _metadata.
-    if !out.in_place {
-        let new_files: HashSet<&str> = plan
-            .new_streams
-            .iter()
-            .filter_map(|s| s.file_name.as_deref())
-            .collect();
-        let mut relative = Vec::new();
-        metadata.visit_stream_handles(&mut |h| {
-            if let StreamHandle::RelativeFile { path, .. } = h {
-                relative.push(path.to_string());
-            }
-        });
-        relative.sort();
-        relative.dedup();
-        for name in relative {
-            if new_files.contains(name.as_str()) {
-                continue;
-            }
-            let from = cp.dir.join(checked_relative(&name)?);
-            let to = target.join(&name);
-            if !out.copy_unchanged && fs::hard_link(&from, &to).is_ok() {
-                applied.linked.push(to);
-            } else {
-                fs::copy(&from, &to).map_err(|e| {
-                    Error::io(format!("copying {} to {}", from.display(), to.display()), e)
-                })?;
-                applied.copied.push(to);
-            }
-        }
-    }
-
-    // 3. _metadata: temporary file, parse it back, check it, rename.
-    let final_path = target.join(crate::checkpoint::METADATA_FILE_NAME);
-    let tmp = target.join(format!("_metadata.tmp-{}", random_file_name()));
-    write_new_file(&tmp, |w| {
-        let mut out = crate::io::Writer::new(w);
-        metadata.write(&mut out)
-    })?;
-    let verify = (|| -> Result<u64> {
-        let written = Checkpoint::open(&tmp)?;
-        if written.metadata != metadata {
-            return Err(Error::InvalidArgument(format!(
-                "{}: the written _metadata does not parse back to the planned model",
-                tmp.display()
-            )));
-        }
-        let check = Checkpoint {
-            dir: target.clone(),
-            ..written
-        };
-        verify_streams(&check, plan)?;
-        Ok(check.bytes.len() as u64)
-    })();
-    let size = match verify {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
-    if out.in_place && final_path.exists() {
-        let backup = target.join(format!(
-            "_metadata.backup-{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0)
-        ));
-        fs::hard_link(&final_path, &backup)
-            .or_else(|_| fs::copy(&final_path, &backup).map(|_| ()))
-            .map_err(|e| Error::io(backup.display(), e))?;
-        sync_dir(&target)?;
-        applied.backup = Some(backup);
-    }
-    fs::rename(&tmp, &final_path).map_err(|e| Error::io(final_path.display(), e))?;
-    sync_dir(&target)?;
-    applied.metadata_path = final_path;
-    applied.metadata_bytes = size;
-    Ok(applied)
-}
-
-/// Writes the plan's new state files into `target` and returns the model with the absolute
-/// handles of those files pointing at them: at `target`, or at `<out_uri>/<name>` when the files
-/// will be copied to `out_uri` (a remote directory) by the caller.
-fn write_new_streams(
-    plan: &Plan,
-    target: &std::path::Path,
-    out_uri: Option<&str>,
-    applied: &mut Applied,
-) -> Result<CheckpointMetadata> {
-    let mut metadata = plan.metadata.clone();
-    for s in &plan.new_streams {
-        let Some(name) = &s.file_name else { continue };
-        let path = target.join(checked_relative(name)?);
-        write_new_file(&path, |w| {
-            for p in &s.pieces {
-                w.write_all(p)?;
-            }
-            Ok(())
-        })?;
-        applied.written.push(path);
-    }
-    // Absolute handles of new files get the output file's path.
-    let abs_prefix = JStr::new(ABSOLUTE_PLACEHOLDER);
-    for op in &mut metadata.operators {
-        let Subtasks::List(list) = &mut op.subtasks else {
-            continue;
-        };
-        for e in list {
-            let SubtaskEntry::State(_, st) = e else {
-                continue;
-            };
-            for (_, h) in [&mut st.managed_operator, &mut st.raw_operator]
-                .into_iter()
-                .flatten()
-            {
-                if let Some(OperatorHandle {
-                    delegate: Some(StreamHandle::File { path, .. }),
-                    ..
-                }) = h
-                {
-                    if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
-                        let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
-                        *path = JStr::new(&match out_uri {
-                            Some(u) => format!("{}/{name}", u.trim_end_matches('/')),
-                            None => format!("file:{}", target.join(name).display()),
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    Ok(metadata)
-}
-
-/// Surgery on metadata bytes that live elsewhere (an HA `CompletedCheckpoint`): new state files
-/// go into the checkpoint's directory, and the new metadata comes back as bytes, parsed again
-/// and checked, for the caller to store. With `out_uri` (a checkpoint staged from remote storage), absolute handles of new files name
-/// `<out_uri>/<file>`, where the caller uploads them; `out_uri` is mirrored to `cp.dir` for the
-/// check of the rewritten streams.
-pub fn apply_to_bytes(
+/// The binary layout read by `io.checkpointsurgeon.SurgeryPlan.decode`: the plan, then what
+/// [`crate::commit::stage`] wrote, if it ran.
+pub fn encode_plan(
     cp: &Checkpoint,
     plan: &Plan,
-    out_uri: Option<&str>,
-) -> Result<(Vec<u8>, Applied)> {
-    if plan.new_streams.iter().any(|s| s.file_name.is_some()) && !cp.dir.is_dir() {
-        return Err(Error::InvalidArgument(format!(
-            "the surgery rewrites state files, but the checkpoint directory '{}' does not exist",
-            cp.dir.display()
-        )));
-    }
-    let mut applied = Applied::default();
-    let metadata = write_new_streams(plan, &cp.dir, out_uri, &mut applied)?;
-    let bytes = metadata.to_vec();
-    let mut check =
-        Checkpoint::from_bytes("<new metadata>", Some(&cp.dir), Bytes::from(bytes.clone()))?;
-    check.mirrors = cp.mirrors.clone();
-    if let Some(u) = out_uri {
-        check.add_mirror(u, cp.dir.clone());
-    }
-    if check.metadata != metadata {
-        return Err(Error::InvalidArgument(
-            "the new metadata does not parse back to the planned model".into(),
-        ));
-    }
-    verify_streams(&check, plan)?;
-    applied.metadata_bytes = bytes.len() as u64;
-    Ok((bytes, applied))
-}
-
-/// Every rewritten stream must parse, and its header must name exactly the handle's states.
-fn verify_streams(cp: &Checkpoint, plan: &Plan) -> Result<()> {
-    let new_files: HashSet<&str> = plan
-        .new_streams
-        .iter()
-        .filter_map(|s| s.file_name.as_deref())
-        .collect();
-    let inline_rewritten = plan.new_streams.iter().any(|s| s.file_name.is_none());
-    for op in &cp.metadata.operators {
-        for (_, st) in op.subtask_states() {
-            for h in [st.managed_operator(), st.raw_operator()]
-                .into_iter()
-                .flatten()
-            {
-                let Some(d) = &h.delegate else { continue };
-                let rewritten = match d {
-                    StreamHandle::ByteStream { .. } => inline_rewritten,
-                    StreamHandle::RelativeFile { path, .. } => {
-                        new_files.contains(path.to_string().as_str())
-                    }
-                    // an absolute handle of a new file: its path ends with the file name
-                    StreamHandle::File { path, .. } => path
-                        .to_string()
-                        .rsplit('/')
-                        .next()
-                        .is_some_and(|n| new_files.contains(n)),
-                    _ => false,
-                };
-                if !rewritten {
-                    continue;
-                }
-                let stream = cp.stream_bytes(d)?;
-                let header = opstate::parse_header(&stream, h)
-                    .map_err(|e| e.in_file(&delegate_location(d)))?;
-                // Every state of the handle has its entry; after a purge, and only then, the
-                // header names no other state (metadata-only removals keep their entries).
-                let exact = plan.depth == Depth::Purge;
-                if (exact && header.entries.len() != h.states.len())
-                    || h.states.iter().any(|s| header.entry(&s.name).is_none())
-                {
-                    return Err(Error::InvalidArgument(format!(
-                        "{}: the rewritten stream header does not match its handle",
-                        delegate_location(d)
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn write_new_file(
-    path: &std::path::Path,
-    body: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
-) -> Result<()> {
-    use std::io::Write;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| Error::io(path.display(), e))?;
-    let result = (|| {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, &file);
-        body(&mut w)?;
-        w.flush()?;
-        drop(w);
-        file.sync_all()
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(path);
-        return Err(Error::io(path.display(), e));
-    }
-    Ok(())
-}
-
-fn sync_dir(dir: &std::path::Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir.display(), e))
-}
-
-/// The binary layout read by `io.checkpointsurgeon.SurgeryPlan.decode`.
-pub fn encode_plan(cp: &Checkpoint, plan: &Plan, applied: Option<&Applied>) -> Vec<u8> {
+    staged: Option<&crate::commit::Staged>,
+) -> Vec<u8> {
     let mut e = crate::io::Enc(Vec::with_capacity(1024));
     e.i32(0x4353_5031);
     e.str(&cp.metadata_path.display().to_string());
@@ -998,32 +675,20 @@ pub fn encode_plan(cp: &Checkpoint, plan: &Plan, applied: Option<&Applied>) -> V
         e.str(&s.replaces);
         e.i64(s.len as i64);
     }
-    match applied {
+    e.i32(plan.metadata.operators.len() as i32);
+    match staged {
         None => e.bool(false),
-        Some(a) => e.0.extend_from_slice(&encode_applied(a)),
-    }
-    e.0
-}
-
-/// The result part of the plan layout: a present flag, then what was written.
-pub fn encode_applied(a: &Applied) -> Vec<u8> {
-    let mut e = crate::io::Enc(Vec::with_capacity(256));
-    e.bool(true);
-    {
-        e.str(&a.metadata_path.display().to_string());
-        e.i64(a.metadata_bytes as i64);
-        for list in [&a.written, &a.linked, &a.copied] {
-            e.i32(list.len() as i32);
-            for p in list {
-                e.str(&p.display().to_string());
+        Some(st) => {
+            e.bool(true);
+            e.str(&st.metadata_tmp.display().to_string());
+            e.i64(st.metadata_bytes as i64);
+            for list in [&st.written, &st.unchanged_relative] {
+                e.i32(list.len() as i32);
+                for p in list {
+                    e.str(&p.to_string());
+                }
             }
         }
-        e.str(
-            &a.backup
-                .as_ref()
-                .map(|b| b.display().to_string())
-                .unwrap_or_default(),
-        );
     }
     e.0
 }

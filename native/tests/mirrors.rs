@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use checkpoint_surgeon::checkpoint::Checkpoint;
+use checkpoint_surgeon::commit;
 use checkpoint_surgeon::handles::StreamHandle;
 use checkpoint_surgeon::io::JStr;
 use checkpoint_surgeon::metadata::{self, SubtaskEntry, Subtasks};
@@ -141,8 +142,9 @@ fn surgery_names_new_files_in_the_remote_output_directory() {
     let req = Request::parse(&format!("remove-state\tall\t\t{state}\n")).unwrap();
     let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
     let out = "s3://bucket/repaired/chk-7";
-    let (new_bytes, applied) = surgery::apply_to_bytes(&cp, &plan, Some(out)).unwrap();
+    let applied = commit::stage(&cp, &plan, &dir, Some(out)).unwrap();
     assert!(!applied.written.is_empty());
+    let new_bytes = std::fs::read(&applied.metadata_tmp).unwrap();
     let md = metadata::parse(Bytes::from(new_bytes)).unwrap();
     let mut new_paths = Vec::new();
     md.visit_stream_handles(&mut |h| {

@@ -133,3 +133,48 @@ fn without_a_directory_no_file_is_read() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn state_files_that_are_symlinks_out_of_the_job_directory_are_refused() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/1.15.4/operator-state-files");
+    let root = std::env::temp_dir().join(format!(
+        "cs-symlink-{}",
+        checkpoint_surgeon::commit::random_file_name()
+    ));
+    let job = root.join("job");
+    let dir = job.join("chk-1");
+    let outside = root.join("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let mut linked = 0;
+    for e in std::fs::read_dir(&fixture).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_owned();
+        if name == "_metadata" || linked > 0 {
+            std::fs::copy(&p, dir.join(&name)).unwrap();
+        } else {
+            // the first state file lives outside the job directory, behind a symlink
+            std::fs::copy(&p, outside.join(&name)).unwrap();
+            std::os::unix::fs::symlink(outside.join(&name), dir.join(&name)).unwrap();
+            linked += 1;
+        }
+    }
+    let cp = Checkpoint::open(&dir).unwrap();
+    let mut errors = Vec::new();
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            for h in [st.managed_operator(), st.raw_operator()]
+                .into_iter()
+                .flatten()
+            {
+                if let Err(e) = cp.stream_bytes(h.delegate.as_ref().unwrap()) {
+                    errors.push(e.to_string());
+                }
+            }
+        }
+    }
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("symbolic link"), "{errors:?}");
+    let _ = std::fs::remove_dir_all(&root);
+}

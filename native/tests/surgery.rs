@@ -4,11 +4,12 @@
 
 use bytes::Bytes;
 use checkpoint_surgeon::checkpoint::Checkpoint;
+use checkpoint_surgeon::commit;
 use checkpoint_surgeon::describe;
 use checkpoint_surgeon::handles::OperatorHandle;
 use checkpoint_surgeon::io::JStr;
 use checkpoint_surgeon::opstate;
-use checkpoint_surgeon::surgery::{self, Output, Request};
+use checkpoint_surgeon::surgery::{self, Request};
 use checkpoint_surgeon::uid::operator_id_for_uid;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -95,17 +96,14 @@ fn run(dir: &Path, request: &str, out: &Path) -> (Checkpoint, Checkpoint, surger
     let before = Checkpoint::open(dir).unwrap();
     let req = Request::parse(request).unwrap();
     let plan = surgery::plan(&before, &req, &mut surgery::random_file_name).unwrap();
-    let applied = surgery::apply(
-        &before,
-        &plan,
-        &Output {
-            dir: out.to_path_buf(),
-            in_place: false,
-            copy_unchanged: false,
-        },
-    )
-    .unwrap();
-    let after = Checkpoint::open(&applied.metadata_path).unwrap();
+    std::fs::create_dir_all(out).unwrap();
+    let staged = commit::stage(&before, &plan, out, None).unwrap();
+    // What the Java commit does next: place the unchanged files, then publish `_metadata`.
+    for name in &staged.unchanged_relative {
+        std::fs::hard_link(before.dir.join(name), out.join(name)).unwrap();
+    }
+    std::fs::rename(&staged.metadata_tmp, out.join("_metadata")).unwrap();
+    let after = Checkpoint::open(out).unwrap();
     (before, after, plan)
 }
 
@@ -293,30 +291,48 @@ fn a_selector_that_matches_nothing_is_an_error() {
     }
 }
 
-#[test]
-fn in_place_keeps_a_backup_and_swaps_atomically() {
-    let dir = copy_fixture(&fixture_dirs("stale-union")[0]);
-    let original = std::fs::read(dir.join("_metadata")).unwrap();
-    let cp = Checkpoint::open(&dir).unwrap();
-    let req = Request::parse(&format!("remove-state\tall\t\t{STALE}\n")).unwrap();
-    let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
-    let applied = surgery::apply(
-        &cp,
-        &plan,
-        &Output {
-            dir: PathBuf::new(),
-            in_place: true,
-            copy_unchanged: false,
-        },
-    )
-    .unwrap();
-    let backup = applied.backup.expect("a backup");
-    assert_eq!(std::fs::read(&backup).unwrap(), original);
-    let now = std::fs::read(dir.join("_metadata")).unwrap();
-    assert!(now.len() < original.len());
-    assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e
+fn listing(d: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
         .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .contains(".tmp-")));
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn staging_writes_only_fresh_names_and_cleans_up_on_failure() {
+    let dir = copy_fixture(&fixture_dirs("operator-state-files")[0]);
+    let before = listing(&dir);
+    let cp = Checkpoint::open(&dir).unwrap();
+    let req = Request::parse("remove-state\tall\t\tunion-list\n").unwrap();
+    let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
+    let names: Vec<String> = plan
+        .new_streams
+        .iter()
+        .filter_map(|s| s.file_name.clone())
+        .collect();
+    assert!(!names.is_empty(), "the fixture's streams are files");
+    let staged = commit::stage(&cp, &plan, &dir, None).unwrap();
+    // Everything that existed is unchanged; only the staged names are new.
+    let after = listing(&dir);
+    for f in &before {
+        assert!(after.contains(f), "{} changed", f.0);
+    }
+    let tmp = staged.metadata_tmp.file_name().unwrap().to_string_lossy();
+    assert!(tmp.starts_with("_metadata.tmp-"), "{tmp}");
+    assert_eq!(after.len(), before.len() + 1 + staged.written.len());
+
+    // A plan that picks names that exist now (the files just staged) is refused: nothing is
+    // opened onto them, and the failed stage removes what it created itself.
+    let mut again = std::iter::once(surgery::random_file_name()).chain(names.clone());
+    let plan2 = surgery::plan(&cp, &req, &mut || again.next().unwrap()).unwrap();
+    let e = commit::stage(&cp, &plan2, &dir, None).unwrap_err();
+    assert!(e.to_string().contains("exists"), "{e}");
+    assert_eq!(listing(&dir), after, "a failed stage leaves nothing behind");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,11 +1,12 @@
 //! Benchmark helper (bench/run.sh, issue 7): the path route of `checkpoint-surgeon remove-state
-//! --apply --output`, without the JVM: `Checkpoint::open`, `surgery::plan`, `surgery::apply`, with
+//! --apply --output`, without the JVM: `Checkpoint::open`, `surgery::plan`, `commit::stage`, with
 //! the time of each phase. Also the target for `perf record` when profiling the native side.
 //!
 //!     bench_apply CHECKPOINT OUT_DIR STATE [purge|metadata-only]
 
 use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::surgery::{self, Output, Request};
+use checkpoint_surgeon::commit;
+use checkpoint_surgeon::surgery::{self, Request};
 use std::path::Path;
 use std::time::Instant;
 
@@ -23,12 +24,9 @@ fn main() {
     let t1 = Instant::now();
     let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap_or_else(|e| fail(e));
     let t2 = Instant::now();
-    let out = Output {
-        dir: args[1].clone().into(),
-        in_place: false,
-        copy_unchanged: false,
-    };
-    let applied = surgery::apply(&cp, &plan, &out).unwrap_or_else(|e| fail(e));
+    let out = Path::new(&args[1]);
+    std::fs::create_dir_all(out).unwrap_or_else(|e| fail(checkpoint_surgeon::Error::io(out.display(), e)));
+    let applied = commit::stage(&cp, &plan, out, None).unwrap_or_else(|e| fail(e));
     let t3 = Instant::now();
     let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
     println!(

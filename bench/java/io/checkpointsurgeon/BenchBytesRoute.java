@@ -8,12 +8,12 @@ import java.util.stream.Stream;
 /**
  * Benchmark only (bench/, not part of the library): the native surgery on {@code _metadata} bytes
  * in a Java {@code byte[]}, the route {@link CheckpointSurgeon#repairHa} takes. It lives in the
- * library's package to call the package-private {@code NativeBridge.applyToBytes}, so the public API
+ * library's package to call the package-private {@code NativeBridge.stageMirrored}, so the public API
  * does not grow for a benchmark.
  *
  * <p>The work directory gets hard links of the input's state files first (untimed, like the
  * output directory of the path route; new state files are written there), then, timed: read
- * {@code _metadata} into a {@code byte[]}, {@code NativeBridge.applyToBytes}, and write the new
+ * {@code _metadata} into a {@code byte[]}, {@code NativeBridge.stageMirrored}, and write the new
  * metadata bytes to {@code WORK_DIR/_metadata} with fsync. The native side copies the array once
  * ({@code convert_byte_array}), so expect about twice the input in RSS.
  *
@@ -75,16 +75,18 @@ public final class BenchBytesRoute {
         long t0 = System.nanoTime();
         byte[] bytes = readFully(metadata, (int) size);
         long t1 = System.nanoTime();
-        byte[] out = NativeBridge.applyToBytes(bytes, metadata.toString(), work.toString(), surgery.encode());
-        SurgeryPlan.WithMetadata result = SurgeryPlan.decodeWithMetadata(out);
+        SurgeryPlan.Staged staged = SurgeryPlan.decodeStaged(NativeBridge.stageMirrored(bytes, metadata.toString(),
+                work.toString(), surgery.encode(), null, null, work.toString()));
+        byte[] newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
         long t2 = System.nanoTime();
         try (FileOutputStream fos = new FileOutputStream(work.resolve("_metadata").toFile())) {
-            fos.write(result.metadata());
+            fos.write(newMetadata);
             fos.getFD().sync();
         }
+        Files.delete(Path.of(staged.metadataTmp));
         long t3 = System.nanoTime();
         System.out.printf("bytes read_ms=%.1f surgery_ms=%.1f write_ms=%.1f total_ms=%.1f changes=%d out_bytes=%d%n",
                 (t1 - t0) / 1e6, (t2 - t1) / 1e6, (t3 - t2) / 1e6, (t3 - t0) / 1e6,
-                result.plan().changes().size(), result.metadata().length);
+                staged.plan.changes().size(), newMetadata.length);
     }
 }

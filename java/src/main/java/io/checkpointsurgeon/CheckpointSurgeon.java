@@ -3,7 +3,6 @@ package io.checkpointsurgeon;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Objects;
 
@@ -65,57 +64,33 @@ public final class CheckpointSurgeon {
     }
 
     /**
-     * Writes the repaired checkpoint into a new directory (which must not exist or be empty).
-     * Rewritten state streams get new files there; unchanged relative state files are hard-linked
-     * (or copied, see {@link Surgery#copyUnchangedFiles()}); absolute handles keep pointing where
-     * they point. The input is never modified. When Flink is on the classpath, the new
-     * {@code _metadata} must load with Flink's own loader, or this throws {@code VALIDATION}.
+     * Writes the repaired checkpoint into a new directory (created by this call, or existing and
+     * empty), through the one commit sequence ({@code Commit}): the directory is locked, the new
+     * state files and the new {@code _metadata} are written under fresh names and checked natively
+     * and, when Flink is on the classpath, by Flink's own loader, before unchanged relative state files
+     * are hard-linked (or copied, see {@link Surgery#copyUnchangedFiles()}) and {@code _metadata} is
+     * published. On any failure the directory holds no {@code _metadata} and the run's files are
+     * removed. The input is never modified.
      */
     public static SurgeryPlan apply(Path checkpoint, Surgery surgery, Path outputDir) throws CheckpointSurgeonException {
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        Objects.requireNonNull(surgery, "surgery");
         Objects.requireNonNull(outputDir, "outputDir");
-        return applyAndValidate(checkpoint, surgery, outputDir, false);
+        NativeBridge.ensureLoaded();
+        return Commit.runOne(new Commit.LocalCheckpoint(checkpoint, surgery, outputDir));
     }
 
     /**
-     * Repairs the checkpoint where it is: new state files are added next to {@code _metadata},
-     * the old {@code _metadata} is kept as {@code _metadata.backup-<millis>}, and the new one is put
-     * in place with an atomic rename. If Flink's loader rejects the result, the backup is restored.
+     * Repairs the checkpoint where it is, through the one commit sequence: the checkpoint directory
+     * is locked, new state files are added next to {@code _metadata}, the new {@code _metadata} is
+     * validated before it becomes visible, the old one is kept as {@code _metadata.backup-<millis>}
+     * (a fresh name), and the new one is put in place with an atomic rename.
      */
     public static SurgeryPlan applyInPlace(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
-        return applyAndValidate(checkpoint, surgery, null, true);
-    }
-
-    private static SurgeryPlan applyAndValidate(Path checkpoint, Surgery surgery, Path outputDir, boolean inPlace)
-            throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
         NativeBridge.ensureLoaded();
-        SurgeryPlan plan = SurgeryPlan.decode(NativeBridge.apply(checkpoint.toAbsolutePath().toString(),
-                surgery.encode(), outputDir == null ? "" : outputDir.toAbsolutePath().toString(), inPlace,
-                surgery.copyUnchanged()));
-        SurgeryPlan.Result result = plan.result();
-        if (!FlinkJudge.flinkAvailable()) {
-            return plan.withResult(result.withValidation("not validated: Flink is not on the classpath"));
-        }
-        Path written = Path.of(result.metadataPath());
-        try {
-            int operators = inspect(written).operators().size();
-            return plan.withResult(result.withValidation(FlinkJudge.validate(written, operators)));
-        } catch (CheckpointSurgeonException e) {
-            if (inPlace && result.backup() != null) {
-                try {
-                    Files.move(Path.of(result.backup()), written, StandardCopyOption.ATOMIC_MOVE,
-                            StandardCopyOption.REPLACE_EXISTING);
-                } catch (IOException rollback) {
-                    e.addSuppressed(rollback);
-                    throw new CheckpointSurgeonException("VALIDATION", e.getMessage() + "; restoring the backup "
-                            + result.backup() + " failed: " + rollback, e);
-                }
-                throw new CheckpointSurgeonException("VALIDATION", e.getMessage()
-                        + "; the original _metadata was restored from the backup", e);
-            }
-            throw e;
-        }
+        return Commit.runOne(new Commit.LocalCheckpoint(checkpoint, surgery, null));
     }
 
     /**
@@ -235,33 +210,54 @@ public final class CheckpointSurgeon {
      * Applies a surgery to an HA {@code CompletedCheckpoint} file in place: Flink serializes its
      * operator states, the native code rewrites them (new state files go into the checkpoint's
      * directory), Flink's loader reads the result back into the object, and the file is replaced
-     * by an atomic rename after a backup. The JobManager must be stopped while this runs.
+     * through the one commit sequence (locked HA directory, validated new file, backup, atomic
+     * rename). The JobManager must be stopped while this runs.
      *
      * @param dryRun only plan: nothing is written
      */
     public static SurgeryPlan repairHa(Path haFile, Surgery surgery, boolean dryRun) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
-        HaCheckpoint ha = HaCheckpoint.read(haFile);
-        byte[] before = ha.metadataBytes();
-        Path dir = ha.checkpointDir();
         if (dryRun) {
-            return SurgeryPlan.decode(NativeBridge.planBytes(before, haFile.toString(),
-                    dir == null ? null : dir.toString(), surgery.encode()));
+            return planHa(haFile, surgery);
         }
-        byte[] out = NativeBridge.applyToBytes(before, haFile.toString(), dir == null ? null : dir.toString(),
-                surgery.encode());
-        SurgeryPlan.WithMetadata result = SurgeryPlan.decodeWithMetadata(out);
-        SurgeryPlan plan = result.plan();
-        ha.replaceOperatorStates(result.metadata());
-        Path backup = ha.writeBack();
-        SurgeryPlan.Result r = plan.result();
-        try {
-            return plan.withResult(new SurgeryPlan.Result(haFile.toString(), Files.size(haFile), r.written(), r.linked(),
-                    r.copied(), backup.toString(), "loaded by Flink " + FlinkJudge.flinkVersion()
-                            + " into the CompletedCheckpoint and re-read from the new HA file"));
-        } catch (IOException e) {
-            throw new CheckpointSurgeonException("IO", haFile + ": " + e, e);
+        return Commit.runOne(new HaCheckpoint.Repair(haFile, surgery, false));
+    }
+
+    /** What happened to one HA file in {@link #repairHa(List, Surgery)}. */
+    public record HaRepair(Path file, String status, SurgeryPlan plan) {}
+
+    /**
+     * Repairs several HA files all-or-nothing: every file is staged and validated first, then all
+     * are switched. A file in which the surgery selects nothing (for example one repaired by an
+     * earlier run) is skipped with status {@code skipped}; if it selects nothing in any file, this
+     * throws {@code NOTHING_SELECTED}. If a switch fails midway, the exception names every file
+     * as new or old, with its backup.
+     */
+    public static List<HaRepair> repairHa(List<Path> haFiles, Surgery surgery) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        List<HaCheckpoint.Repair> units = new java.util.ArrayList<>();
+        for (Path f : haFiles) units.add(new HaCheckpoint.Repair(f, surgery, true));
+        List<Commit.Outcome> outcomes = Commit.run(units);
+        List<HaRepair> out = new java.util.ArrayList<>();
+        boolean any = false;
+        for (Commit.Outcome o : outcomes) {
+            any |= o.plan != null;
+            out.add(new HaRepair(((HaCheckpoint.Repair) o.unit).file, o.status, o.plan));
         }
+        if (!any) {
+            throw new CheckpointSurgeonException("NOTHING_SELECTED", "the surgery selects nothing in any of the "
+                    + haFiles.size() + " HA file(s)");
+        }
+        return out;
+    }
+
+    /** The plan of a surgery on an HA file; writes nothing. */
+    public static SurgeryPlan planHa(Path haFile, Surgery surgery) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        HaCheckpoint ha = HaCheckpoint.read(haFile);
+        Path dir = ha.checkpointDir();
+        return SurgeryPlan.decode(NativeBridge.planBytes(ha.metadataBytes(), haFile.toString(),
+                dir == null ? null : dir.toString(), surgery.encode()));
     }
 
     /**
@@ -298,17 +294,107 @@ public final class CheckpointSurgeon {
         Objects.requireNonNull(checkpointMetadata, "checkpointMetadata");
         NativeBridge.ensureLoaded();
         HaCheckpoint.requireFlink(Path.of("CheckpointMetadata"));
-        String dir = checkpointDir == null ? null : checkpointDir.toAbsolutePath().toString();
-        try {
-            byte[] before = HaCheckpoint.store(checkpointMetadata);
-            SurgeryPlan.WithMetadata out = SurgeryPlan.decodeWithMetadata(
-                    NativeBridge.applyToBytes(before, "CheckpointMetadata", dir, surgery.encode()));
-            return HaCheckpoint.load(out.metadata(), dir);
-        } catch (java.lang.reflect.InvocationTargetException e) {
-            throw new CheckpointSurgeonException("VALIDATION", "Flink rejected the checkpoint metadata: " + e.getCause(),
-                    e.getCause());
-        } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("VALIDATION", "Flink's checkpoint classes are not usable: " + e, e);
+        FlinkObject unit = new FlinkObject("CheckpointMetadata", checkpointDir, surgery) {
+            @Override
+            byte[] metadataBytes() throws CheckpointSurgeonException {
+                try {
+                    return HaCheckpoint.store(checkpointMetadata);
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw new CheckpointSurgeonException("VALIDATION", "Flink could not serialize the checkpoint"
+                            + " metadata: " + e.getCause(), e.getCause());
+                } catch (ReflectiveOperationException e) {
+                    throw new CheckpointSurgeonException("VALIDATION", "Flink's checkpoint classes are not usable: "
+                            + e, e);
+                }
+            }
+
+            @Override
+            Object load(byte[] metadata) throws CheckpointSurgeonException {
+                try {
+                    return HaCheckpoint.load(metadata, dir == null ? null : dir.toString());
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw new CheckpointSurgeonException("VALIDATION", "Flink rejected the new checkpoint metadata: "
+                            + e.getCause(), e.getCause());
+                } catch (ReflectiveOperationException e) {
+                    throw new CheckpointSurgeonException("VALIDATION", "Flink's checkpoint classes are not usable: "
+                            + e, e);
+                }
+            }
+
+            @Override
+            void switchTo(Object loaded) {
+                // the caller receives the new object
+            }
+        };
+        Commit.runOne(unit);
+        return unit.loaded;
+    }
+
+    /**
+     * A Flink object in memory as a unit of the commit sequence: stage writes new state files into
+     * the checkpoint directory (locked), validate is Flink's loader building the new object, and the
+     * switch hands it over.
+     */
+    private abstract static class FlinkObject implements Commit.Unit {
+        final String name;
+        final Path dir;
+        final Surgery surgery;
+        Commit.StagedBytes staged;
+        Object loaded;
+
+        FlinkObject(String name, Path dir, Surgery surgery) {
+            this.name = name;
+            this.dir = dir == null ? null : dir.toAbsolutePath().normalize();
+            this.surgery = surgery;
+        }
+
+        abstract byte[] metadataBytes() throws CheckpointSurgeonException;
+
+        abstract Object load(byte[] metadata) throws CheckpointSurgeonException;
+
+        abstract void switchTo(Object loaded) throws CheckpointSurgeonException;
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
+            if (dir != null) locks.lock(dir);
+        }
+
+        @Override
+        public boolean stage(Commit.Undo undo) throws CheckpointSurgeonException {
+            staged = Commit.stageBytes(metadataBytes(), name, dir, surgery, undo);
+            return true;
+        }
+
+        @Override
+        public String validate() throws CheckpointSurgeonException {
+            loaded = load(staged.metadata);
+            return "loaded by Flink " + FlinkJudge.flinkVersion();
+        }
+
+        @Override
+        public void place(Commit.Undo undo) {
+            // new state files are already in the checkpoint directory
+        }
+
+        @Override
+        public String backup(Commit.Undo undo) {
+            return null;
+        }
+
+        @Override
+        public void switchOver() throws CheckpointSurgeonException {
+            switchTo(loaded);
+        }
+
+        @Override
+        public SurgeryPlan result(String backup, String validation) {
+            return staged.staged.plan.withResult(new SurgeryPlan.Result(name, staged.metadata.length,
+                    staged.staged.written, List.of(), List.of(), null, validation));
         }
     }
 
@@ -321,10 +407,28 @@ public final class CheckpointSurgeon {
         NativeBridge.ensureLoaded();
         HaCheckpoint.requireFlink(Path.of("CompletedCheckpoint"));
         HaCheckpoint ha = HaCheckpoint.of(completedCheckpoint);
-        Path dir = ha.checkpointDir();
-        SurgeryPlan.WithMetadata out = SurgeryPlan.decodeWithMetadata(NativeBridge.applyToBytes(ha.metadataBytes(),
-                "CompletedCheckpoint " + ha.checkpointId, dir == null ? null : dir.toString(), surgery.encode()));
-        ha.replaceOperatorStates(out.metadata());
-        return out.plan();
+        return Commit.runOne(new FlinkObject("CompletedCheckpoint " + ha.checkpointId, ha.checkpointDir(), surgery) {
+            @Override
+            byte[] metadataBytes() throws CheckpointSurgeonException {
+                return ha.metadataBytes();
+            }
+
+            @Override
+            Object load(byte[] metadata) throws CheckpointSurgeonException {
+                try {
+                    return HaCheckpoint.load(metadata, ha.externalPointer);
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw new CheckpointSurgeonException("VALIDATION", name + ": Flink's loader rejected the repaired"
+                            + " metadata: " + e.getCause(), e.getCause());
+                } catch (ReflectiveOperationException e) {
+                    throw new CheckpointSurgeonException("VALIDATION", name + ": " + e, e);
+                }
+            }
+
+            @Override
+            void switchTo(Object loaded) throws CheckpointSurgeonException {
+                ha.replaceOperatorStates(staged.metadata);
+            }
+        });
     }
 }

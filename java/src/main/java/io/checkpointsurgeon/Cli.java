@@ -389,14 +389,47 @@ public final class Cli {
             if (!apply && !json) {
                 out.println("The JobManager(s) must be stopped before --apply: a running leader rewrites these files.");
             }
-            java.util.List<SurgeryPlan> plans = new java.util.ArrayList<>();
             java.util.List<Path> files = haFiles(path);
-            for (int i = 0; i < files.size(); i++) {
-                spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
-                plans.add(CheckpointSurgeon.repairHa(files.get(i), s, !apply));
+            java.util.List<CheckpointSurgeon.HaRepair> results = new java.util.ArrayList<>();
+            if (apply) {
+                // all-or-nothing: every file is staged and validated before any is switched
+                results = CheckpointSurgeon.repairHa(files, s);
+            } else {
+                boolean any = false;
+                for (int i = 0; i < files.size(); i++) {
+                    spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
+                    try {
+                        results.add(new CheckpointSurgeon.HaRepair(files.get(i), "planned",
+                                CheckpointSurgeon.planHa(files.get(i), s)));
+                        any = true;
+                    } catch (CheckpointSurgeonException e) {
+                        if (!e.code().equals("NOTHING_SELECTED")) throw e;
+                        results.add(new CheckpointSurgeon.HaRepair(files.get(i), "skipped", null));
+                    }
+                }
+                if (!any) {
+                    throw new CheckpointSurgeonException("NOTHING_SELECTED", "the surgery selects nothing in any of the "
+                            + files.size() + " HA file(s)");
+                }
             }
-            if (json) out.print(Json.write(plans));
-            else for (SurgeryPlan p : plans) out.print(planText(p));
+            if (json) {
+                out.print(Json.write(results));
+            } else {
+                for (CheckpointSurgeon.HaRepair r : results) {
+                    if (r.plan() == null) {
+                        out.println(r.file() + ": skipped, the surgery selects nothing in it (already repaired?)");
+                    } else {
+                        out.print(planText(r.plan()));
+                    }
+                }
+                if (apply) {
+                    out.println("summary:");
+                    for (CheckpointSurgeon.HaRepair r : results) {
+                        out.println("  " + r.file() + ": " + (r.plan() == null ? "skipped (nothing to change)"
+                                : "repaired, backup " + r.plan().result().backup()));
+                    }
+                }
+            }
             out.flush();
             return OK;
         }

@@ -81,7 +81,9 @@ final class FlinkJudge {
                     String.class);
             Object md;
             try (InputStream in = new BufferedInputStream(Files.newInputStream(metadata), 1 << 20)) {
-                md = load.invoke(null, new DataInputStream(in), cl, metadata.getParent().toString());
+                // the file itself as the pointer: Flink takes its directory as the exclusive one, and a
+                // staged file (_metadata.tmp-*) is judged before any _metadata exists there
+                md = load.invoke(null, new DataInputStream(in), cl, metadata.toString());
             }
             Collection<?> ops = (Collection<?>) md.getClass().getMethod("getOperatorStates").invoke(md);
             if (ops.size() != expectedOperators) {

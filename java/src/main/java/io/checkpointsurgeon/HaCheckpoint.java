@@ -16,10 +16,10 @@ import java.lang.reflect.Method;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -228,16 +228,11 @@ final class HaCheckpoint {
         }
     }
 
-    /**
-     * Writes the CompletedCheckpoint back: a temporary file in the same directory, a hard-linked
-     * backup of the old file, then an atomic rename. Returns the backup's path.
-     */
-    Path writeBack() throws CheckpointSurgeonException {
-        Path dir = file.toAbsolutePath().getParent();
-        Path tmp = dir.resolve(file.getFileName() + ".tmp-" + System.nanoTime());
-        Path backup = dir.resolve(file.getFileName() + ".backup-" + System.currentTimeMillis());
+    /** The serialized CompletedCheckpoint, written to a new file (created exclusively) and synced. */
+    private void serializeTo(Path tmp) throws CheckpointSurgeonException {
         try {
-            try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW), 1 << 20)) {
+            try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW,
+                    StandardOpenOption.WRITE), 1 << 20)) {
                 Class.forName("org.apache.flink.util.InstantiationUtil")
                         .getMethod("serializeObject", OutputStream.class, Object.class)
                         .invoke(null, out, completedCheckpoint);
@@ -245,26 +240,131 @@ final class HaCheckpoint {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
                 ch.force(true);
             }
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException("IO", file + ": could not serialize the CompletedCheckpoint: "
+                    + e.getCause(), e.getCause());
+        } catch (IOException e) {
+            throw Commit.io(tmp.toString(), e);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+        }
+    }
+
+    /**
+     * An HA file as a unit of the commit sequence: stage writes the new state files into the
+     * checkpoint's directory and the re-serialized CompletedCheckpoint as {@code <file>.tmp-<uuid>};
+     * validate reads that file back; switch renames it over the HA file after a backup.
+     */
+    static final class Repair implements Commit.Unit {
+        final Path file;
+        private final Surgery surgery;
+        private final boolean skipUnchanged;
+        private HaCheckpoint ha;
+        private Commit.StagedBytes staged;
+        private Path tmp;
+        private String identity;
+
+        /** @param skipUnchanged a file in which the surgery selects nothing is skipped (a multi-file run) */
+        Repair(Path file, Surgery surgery, boolean skipUnchanged) {
+            this.file = file.toAbsolutePath().normalize();
+            this.surgery = surgery;
+            this.skipUnchanged = skipUnchanged;
+        }
+
+        @Override
+        public String name() {
+            return file.toString();
+        }
+
+        @Override
+        public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
+            if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                throw new CheckpointSurgeonException("INVALID_ARGUMENT", file + " is not a regular file");
+            }
+            locks.lock(file.getParent());
+        }
+
+        @Override
+        public boolean stage(Commit.Undo undo) throws CheckpointSurgeonException {
+            try {
+                identity = Commit.identity(file);
+            } catch (IOException e) {
+                throw Commit.io(file.toString(), e);
+            }
+            ha = read(file);
+            try {
+                staged = Commit.stageBytes(ha.metadataBytes(), file.toString(), ha.checkpointDir(), surgery, undo);
+            } catch (CheckpointSurgeonException e) {
+                if (skipUnchanged && e.code().equals("NOTHING_SELECTED")) return false;
+                throw e;
+            }
+            ha.replaceOperatorStates(staged.metadata);
+            for (int n = 0; ; n++) {
+                Path t = file.resolveSibling(file.getFileName() + ".tmp-" + java.util.UUID.randomUUID());
+                try {
+                    ha.serializeTo(t);
+                    tmp = t;
+                    undo.deleteLater(t);
+                    return true;
+                } catch (CheckpointSurgeonException e) {
+                    if (!(e.getCause() instanceof java.nio.file.FileAlreadyExistsException) || n > 16) throw e;
+                }
+            }
+        }
+
+        @Override
+        public String validate() throws CheckpointSurgeonException {
             HaCheckpoint check = read(tmp);
-            if (check.checkpointId != checkpointId) {
-                throw new CheckpointSurgeonException("VALIDATION", tmp + ": wrote checkpoint " + check.checkpointId);
+            if (check.checkpointId != ha.checkpointId) {
+                throw new CheckpointSurgeonException("VALIDATION", tmp + ": holds checkpoint " + check.checkpointId
+                        + ", expected " + ha.checkpointId);
             }
             try {
-                Files.createLink(backup, file);
-            } catch (IOException | UnsupportedOperationException e) {
-                Files.copy(file, backup, StandardCopyOption.COPY_ATTRIBUTES);
+                int ops = check.operatorStates().size();
+                if (ops != staged.staged.operators) {
+                    throw new CheckpointSurgeonException("VALIDATION", tmp + ": holds " + ops + " operators, expected "
+                            + staged.staged.operators);
+                }
+            } catch (ReflectiveOperationException e) {
+                throw new CheckpointSurgeonException("VALIDATION", tmp + ": " + e, e);
             }
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            return backup;
-        } catch (InvocationTargetException e) {
-            deleteQuietly(tmp);
-            throw new CheckpointSurgeonException("IO", file + ": could not serialize the CompletedCheckpoint: " + e.getCause(), e.getCause());
-        } catch (IOException | ReflectiveOperationException e) {
-            deleteQuietly(tmp);
-            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
-        } catch (CheckpointSurgeonException e) {
-            deleteQuietly(tmp);
-            throw e;
+            return "loaded by Flink " + FlinkJudge.flinkVersion() + " into the CompletedCheckpoint and re-read from"
+                    + " the new HA file";
+        }
+
+        @Override
+        public void place(Commit.Undo undo) {
+            // the new state files are already in the checkpoint's directory
+        }
+
+        @Override
+        public String backup(Commit.Undo undo) throws CheckpointSurgeonException {
+            return Commit.backup(file, undo).toString();
+        }
+
+        @Override
+        public void switchOver() throws CheckpointSurgeonException {
+            try {
+                if (!Commit.identity(file).equals(identity)) {
+                    throw new CheckpointSurgeonException("IO", file + " was changed by someone else while it was"
+                            + " repaired (is a JobManager running?); it was not switched");
+                }
+            } catch (IOException e) {
+                throw Commit.io(file.toString(), e);
+            }
+            Commit.replace(tmp, file);
+        }
+
+        @Override
+        public SurgeryPlan result(String backup, String validation) {
+            long size;
+            try {
+                size = Files.size(file);
+            } catch (IOException e) {
+                size = -1;
+            }
+            return staged.staged.plan.withResult(new SurgeryPlan.Result(file.toString(), size, staged.staged.written,
+                    List.of(), List.of(), backup, validation));
         }
     }
 
@@ -277,14 +377,6 @@ final class HaCheckpoint {
             return target.getClass().getMethod(method).invoke(target);
         } catch (InvocationTargetException e) {
             throw e;
-        }
-    }
-
-    private static void deleteQuietly(Path p) {
-        try {
-            Files.deleteIfExists(p);
-        } catch (IOException ignored) {
-            // best effort: the temporary file is not referenced by anything
         }
     }
 

@@ -33,19 +33,21 @@ final class NativeBridge {
 
     static native byte[] plan(String path, String request) throws CheckpointSurgeonException;
 
-    static native byte[] apply(String path, String request, String outputDir, boolean inPlace,
-            boolean copyUnchanged) throws CheckpointSurgeonException;
-
-    /** The surgery on metadata bytes; new state files go into {@code dir}. */
-    static byte[] applyToBytes(byte[] metadata, String name, String dir, String request)
-            throws CheckpointSurgeonException {
-        return applyMirrored(metadata, name, dir, request, null, null);
-    }
+    /**
+     * Plans the surgery and stages it in {@code streamDir}: new state files and the new metadata
+     * ({@code _metadata.tmp-<uuid>}), each created exclusively and checked (see {@link Commit}).
+     */
+    static native byte[] stage(String path, String request, String streamDir) throws CheckpointSurgeonException;
 
     static byte[] planBytes(byte[] metadata, String name, String dir, String request)
             throws CheckpointSurgeonException {
         return planMirrored(metadata, name, dir, request, null);
     }
+
+    /** Takes the commit lock of a directory; returns an id for {@link #unlockDirectory}. */
+    static native long lockDirectory(String dir) throws CheckpointSurgeonException;
+
+    static native void unlockDirectory(long id) throws CheckpointSurgeonException;
 
     static native void panicForTesting() throws CheckpointSurgeonException;
 
@@ -60,9 +62,12 @@ final class NativeBridge {
     static native byte[] planMirrored(byte[] metadata, String name, String dir, String request, String mirrors)
             throws CheckpointSurgeonException;
 
-    /** Like {@link #applyToBytes}; absolute handles of new files name {@code <outputUri>/<file>}. */
-    static native byte[] applyMirrored(byte[] metadata, String name, String dir, String request, String mirrors,
-            String outputUri) throws CheckpointSurgeonException;
+    /**
+     * {@link #stage} on metadata bytes; with an {@code outputUri}, absolute handles of new files
+     * name {@code <outputUri>/<file>}, where the caller uploads them from {@code streamDir}.
+     */
+    static native byte[] stageMirrored(byte[] metadata, String name, String dir, String request, String mirrors,
+            String outputUri, String streamDir) throws CheckpointSurgeonException;
 
     /** Throws the load failure, if the library could not be loaded. */
     static void ensureLoaded() throws CheckpointSurgeonException {

@@ -68,27 +68,9 @@ final class RemoteCheckpoint implements AutoCloseable {
      * file) and stages the operator state files.
      */
     static RemoteCheckpoint stage(String path) throws CheckpointSurgeonException {
-        FlinkFileSystems.ensureConfigured();
-        String p = trimSlashes(path);
-        String dir;
-        String metadataPath;
-        try {
-            if (name(p).equals("_metadata")) {
-                metadataPath = p;
-                dir = parent(p);
-            } else if (FlinkFileSystems.exists(p + "/_metadata")) {
-                dir = p;
-                metadataPath = p + "/_metadata";
-            } else if (FlinkFileSystems.exists(p) && !FlinkFileSystems.isDirectory(p)) {
-                metadataPath = p;
-                dir = parent(p);
-            } else {
-                throw new CheckpointSurgeonException("IO", path + ": no _metadata there (a checkpoint or savepoint"
-                        + " directory, or its _metadata file, is expected)");
-            }
-        } catch (IOException e) {
-            throw io(path, e);
-        }
+        String[] loc = locate(path);
+        String dir = loc[0];
+        String metadataPath = loc[1];
         byte[] bytes;
         try {
             bytes = FlinkFileSystems.readAll(metadataPath);
@@ -113,6 +95,32 @@ final class RemoteCheckpoint implements AutoCloseable {
             rc.close();
             throw io(dir, e);
         }
+    }
+
+    /** The checkpoint directory and its {@code _metadata} file of a path naming either. */
+    static String[] locate(String path) throws CheckpointSurgeonException {
+        FlinkFileSystems.ensureConfigured();
+        String p = trimSlashes(path);
+        String dir;
+        String metadataPath;
+        try {
+            if (name(p).equals("_metadata")) {
+                metadataPath = p;
+                dir = parent(p);
+            } else if (FlinkFileSystems.exists(p + "/_metadata")) {
+                dir = p;
+                metadataPath = p + "/_metadata";
+            } else if (FlinkFileSystems.exists(p) && !FlinkFileSystems.isDirectory(p)) {
+                metadataPath = p;
+                dir = parent(p);
+            } else {
+                throw new CheckpointSurgeonException("IO", path + ": no _metadata there (a checkpoint or savepoint"
+                        + " directory, or its _metadata file, is expected)");
+            }
+        } catch (IOException e) {
+            throw io(path, e);
+        }
+        return new String[] {dir, metadataPath};
     }
 
     /** One file-backed stream handle, as {@code NativeBridge.stateFiles} lists it. */
@@ -221,67 +229,116 @@ final class RemoteCheckpoint implements AutoCloseable {
         }
     }
 
-    /**
-     * Applies a surgery to a remote checkpoint. {@code outputDir} null means in place.
-     *
-     * <p>Order of writes, for a new directory: the new state files, the unchanged relative state
-     * files (copied through Flink's FileSystem), then {@code _metadata} last, so the directory is
-     * a checkpoint only once it is complete. In place (object stores have no atomic rename): the
-     * new state files, then a copy of the old {@code _metadata} as {@code _metadata.backup-<millis>},
-     * then {@code _metadata} is overwritten, last. On an object store (S3, GCS) the overwrite is one
-     * PUT, which readers see entirely or not at all; on a file system such as HDFS the new bytes are
-     * written to {@code _metadata.tmp-<millis>} first, then the old file is deleted and the new one
-     * renamed into place (a moment without {@code _metadata}; the backup is there). Nothing is
-     * written before Flink's loader (when on the class path) accepted the new {@code _metadata}.
-     */
+    /** Applies a surgery to a remote checkpoint through {@link Commit}. {@code outputDir} null means in place. */
     static SurgeryPlan apply(String path, Surgery surgery, String outputDir) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
-        boolean inPlace = outputDir == null;
-        try (RemoteCheckpoint rc = stage(path)) {
+        FlinkFileSystems.ensureConfigured();
+        return Commit.runOne(new Unit(path, surgery, outputDir));
+    }
+
+    /**
+     * A checkpoint on a Flink file system as a unit of the commit sequence. Object stores have no
+     * atomic create-if-absent or rename, so two things are weaker than on a local disk, and said so:
+     * the lock is a lock object ({@value #LOCK_NAME}) created after checking that none exists, and an
+     * in-place switch overwrites {@code _metadata} with one PUT (readers see the old or the new file
+     * whole); on a file system such as HDFS the new file is renamed into place instead.
+     */
+    static final class Unit implements Commit.Unit {
+        private final String path;
+        private final Surgery surgery;
+        private final boolean inPlace;
+        private final String outputDir;
+        private String target;
+        private RemoteCheckpoint rc;
+        private SurgeryPlan.Staged staged;
+        private byte[] newMetadata;
+        private long liveLength;
+        private final List<String> written = new ArrayList<>();
+        private final List<String> copied = new ArrayList<>();
+
+        Unit(String path, Surgery surgery, String outputDir) {
+            this.path = path;
+            this.surgery = surgery;
+            this.inPlace = outputDir == null;
+            this.outputDir = outputDir;
+        }
+
+        @Override
+        public String name() {
+            return target == null ? path : target + "/_metadata";
+        }
+
+        @Override
+        public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
             // A local output directory (the remote checkpoint repaired into a local copy) is
             // written through Flink's local file system, named by its absolute file: path.
-            String target = inPlace ? rc.dir
+            target = inPlace ? locate(path)[0]
                     : FlinkFileSystems.isRemote(outputDir) ? trimSlashes(outputDir)
                     : "file:" + FlinkFileSystems.localPath(outputDir).toAbsolutePath().normalize();
-            if (!inPlace) {
-                checkEmptyTarget(target);
+            String lock = target + "/" + LOCK_NAME;
+            try {
+                if (!inPlace) checkEmptyTarget(target);
+                if (FlinkFileSystems.exists(lock)) {
+                    String owner = new String(FlinkFileSystems.readAll(lock), java.nio.charset.StandardCharsets.UTF_8);
+                    throw new CheckpointSurgeonException("LOCKED", target + " is locked by another repair (" + owner.trim()
+                            + "); nothing was changed. A run that was killed leaves " + lock + " behind: delete it"
+                            + " when no repair is running");
+                }
+                FlinkFileSystems.write(owner().getBytes(java.nio.charset.StandardCharsets.UTF_8), lock, false);
+            } catch (IOException e) {
+                throw io(lock, e);
             }
-            byte[] out = NativeBridge.applyMirrored(rc.metadata, rc.metadataPath, rc.mirrorDir.toString(),
-                    surgery.encode(), rc.mirrors(), target);
-            SurgeryPlan.WithMetadata result = SurgeryPlan.decodeWithMetadata(out);
-            byte[] newMetadata = result.metadata();
+            locks.add(lock, () -> {
+                try {
+                    FlinkFileSystems.delete(lock);
+                } finally {
+                    if (rc != null) rc.close();
+                }
+            });
+            // read only once the lock is held: an in-place repair works on what it locked
+            rc = RemoteCheckpoint.stage(path);
+        }
 
-            // Check everything before the first write.
-            String validation;
-            if (FlinkJudge.flinkAvailable()) {
-                int operators = InspectReport.decode(NativeBridge.inspectBytes(newMetadata, "<new metadata>", null))
-                        .operators().size();
-                validation = FlinkJudge.validate(newMetadata, target + "/_metadata", rc.dir, operators);
-            } else {
-                validation = "not validated: Flink is not on the classpath";
+        @Override
+        public boolean stage(Commit.Undo undo) throws CheckpointSurgeonException {
+            try {
+                liveLength = FlinkFileSystems.length(rc.metadataPath);
+                Path streamDir = Files.createDirectory(rc.mirrorRoot.resolve("new"));
+                staged = SurgeryPlan.decodeStaged(NativeBridge.stageMirrored(rc.metadata, rc.metadataPath,
+                        rc.mirrorDir.toString(), surgery.encode(), rc.mirrors(), target, streamDir.toString()));
+                newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
+            } catch (IOException e) {
+                throw io(path, e);
             }
-            Set<String> newFiles = new HashSet<>();
-            List<String> written = new ArrayList<>();
+            return true;
+        }
+
+        @Override
+        public String validate() throws CheckpointSurgeonException {
+            if (!FlinkJudge.flinkAvailable()) return "not validated: Flink is not on the classpath";
+            return FlinkJudge.validate(newMetadata, target + "/_metadata", rc.dir, staged.operators);
+        }
+
+        @Override
+        public void place(Commit.Undo undo) throws CheckpointSurgeonException {
             List<IoTask> uploads = new ArrayList<>();
-            for (String w : result.plan().result().written()) {
+            for (String w : staged.written) {
                 Path local = Path.of(w);
-                String name = local.getFileName().toString();
-                newFiles.add(name);
-                String remote = target + "/" + name;
+                String remote = target + "/" + local.getFileName();
                 written.add(remote);
+                undo.add(() -> FlinkFileSystems.delete(remote));
                 uploads.add(() -> FlinkFileSystems.upload(local, remote, false));
             }
-            List<String> copied = new ArrayList<>();
             if (!inPlace) {
-                Set<String> relative = new java.util.TreeSet<>();
-                for (StateFile f : stateFiles(newMetadata)) {
-                    if (f.kind().equals("relative")) relative.add(f.path());
-                }
-                for (String name : relative) {
-                    if (newFiles.contains(name)) continue;
-                    checkPlainName(name);
+                for (String name : staged.unchanged) {
+                    try {
+                        checkPlainName(name);
+                    } catch (IOException e) {
+                        throw io(name, e);
+                    }
                     String to = target + "/" + name;
                     copied.add(to);
+                    undo.add(() -> FlinkFileSystems.delete(to));
                     Path mirrored = rc.mirrorDir.resolve(name);
                     if (rc.mirroredRelative.contains(name) && Files.isRegularFile(mirrored)) {
                         uploads.add(() -> FlinkFileSystems.upload(mirrored, to, false));
@@ -292,40 +349,85 @@ final class RemoteCheckpoint implements AutoCloseable {
                 }
             }
             long t0 = System.nanoTime();
-            runAll(uploads);
+            try {
+                runAll(uploads);
+            } catch (IOException e) {
+                throw io(target, e);
+            }
             if (uploads.size() > 50 || System.nanoTime() - t0 > 2_000_000_000L) {
                 System.err.printf(Locale.ROOT, "wrote %d state files to %s in %.1f s%n", uploads.size(), target,
                         (System.nanoTime() - t0) / 1e9);
             }
+        }
+
+        @Override
+        public String backup(Commit.Undo undo) throws CheckpointSurgeonException {
+            if (!inPlace) return null;
+            String base = target + "/_metadata.backup-" + System.currentTimeMillis();
+            try {
+                for (int n = 0; n < 100; n++) {
+                    String b = n == 0 ? base : base + "-" + n;
+                    if (FlinkFileSystems.exists(b)) continue;
+                    FlinkFileSystems.write(rc.metadata, b, false);
+                    undo.add(() -> FlinkFileSystems.delete(b));
+                    return b;
+                }
+            } catch (IOException e) {
+                throw io(base, e);
+            }
+            throw new CheckpointSurgeonException("IO", base + ": 100 backup names in a row already exist");
+        }
+
+        @Override
+        public void switchOver() throws CheckpointSurgeonException {
             String metadataPath = target + "/_metadata";
-            String backup = null;
-            if (inPlace) {
-                backup = target + "/_metadata.backup-" + System.currentTimeMillis();
-                FlinkFileSystems.write(rc.metadata, backup, false);
+            try {
+                if (!inPlace) {
+                    FlinkFileSystems.write(newMetadata, metadataPath, false);
+                    return;
+                }
+                if (FlinkFileSystems.length(metadataPath) != liveLength) {
+                    throw new CheckpointSurgeonException("IO", metadataPath + " was changed by someone else while it"
+                            + " was repaired; nothing was switched");
+                }
                 if (FlinkFileSystems.kind(metadataPath).equals("OBJECT_STORE")) {
                     FlinkFileSystems.write(newMetadata, metadataPath, true);
                 } else {
-                    String tmp = target + "/_metadata.tmp-" + System.currentTimeMillis();
+                    String tmp = target + "/_metadata.tmp-" + java.util.UUID.randomUUID();
                     FlinkFileSystems.write(newMetadata, tmp, false);
                     FlinkFileSystems.delete(metadataPath);
                     if (!FlinkFileSystems.rename(tmp, metadataPath)) {
                         throw new CheckpointSurgeonException("IO", "renaming " + tmp + " to " + metadataPath
-                                + " failed; the old _metadata is in " + backup + ", the new one in " + tmp);
+                                + " failed; the new _metadata is in " + tmp);
                     }
                 }
-            } else {
-                FlinkFileSystems.write(newMetadata, metadataPath, false);
+            } catch (IOException e) {
+                throw io(metadataPath, e);
             }
-            SurgeryPlan.Result r = new SurgeryPlan.Result(metadataPath, newMetadata.length, List.copyOf(written),
-                    List.of(), List.copyOf(copied), backup, validation);
-            return result.plan().withResult(r);
-        } catch (IOException e) {
-            throw io(path, e);
+        }
+
+        @Override
+        public SurgeryPlan result(String backup, String validation) {
+            return staged.plan.withResult(new SurgeryPlan.Result(target + "/_metadata", newMetadata.length,
+                    List.copyOf(written), List.of(), List.copyOf(copied), backup, validation));
         }
     }
 
+    static final String LOCK_NAME = ".checkpoint-surgeon.lock";
+
+    private static String owner() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            host = "?";
+        }
+        return "pid " + ProcessHandle.current().pid() + " on " + host + " since " + java.time.Instant.now();
+    }
+
     private static void checkEmptyTarget(String target) throws IOException, CheckpointSurgeonException {
-        if (FlinkFileSystems.exists(target + "/_metadata") || !FlinkFileSystems.list(target).isEmpty()) {
+        if (FlinkFileSystems.exists(target + "/_metadata")
+                || FlinkFileSystems.list(target).stream().anyMatch(p -> !name(p).equals(LOCK_NAME))) {
             throw new CheckpointSurgeonException("INVALID_ARGUMENT", "output directory " + target
                     + " is not empty; choose a new directory");
         }

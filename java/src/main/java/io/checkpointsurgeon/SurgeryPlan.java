@@ -61,15 +61,35 @@ public record SurgeryPlan(
 
     /** Decodes the native plan (layout: {@code native/src/surgery.rs}, {@code encode_plan}). */
     static SurgeryPlan decode(byte[] bytes) throws CheckpointSurgeonException {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-            return decode(in);
-        } catch (IOException e) {
-            throw new CheckpointSurgeonException("JNI", "native plan is malformed: " + e, e);
+        return decodeStaged(bytes).plan;
+    }
+
+    /**
+     * What the native stage step of {@link Commit} wrote: the new metadata under a temporary name, the
+     * new state files, and the relative state files the new metadata still shares with the old one.
+     */
+    static final class Staged {
+        final SurgeryPlan plan;
+        final int operators;
+        final String metadataTmp;
+        final long metadataBytes;
+        final List<String> written;
+        final List<String> unchanged;
+
+        Staged(SurgeryPlan plan, int operators, String metadataTmp, long metadataBytes, List<String> written,
+                List<String> unchanged) {
+            this.plan = plan;
+            this.operators = operators;
+            this.metadataTmp = metadataTmp;
+            this.metadataBytes = metadataBytes;
+            this.written = written;
+            this.unchanged = unchanged;
         }
     }
 
-    private static SurgeryPlan decode(DataInputStream in) throws IOException, CheckpointSurgeonException {
-        {
+    /** Decodes a plan and, if the native side staged it, what it wrote ({@code metadataTmp} null if not). */
+    static Staged decodeStaged(byte[] bytes) throws CheckpointSurgeonException {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
             if (in.readInt() != 0x43535031) {
                 throw new CheckpointSurgeonException("JNI", "native plan has a wrong magic number");
             }
@@ -85,30 +105,18 @@ public record SurgeryPlan(
             for (int i = 0; i < n; i++) {
                 streams.add(new NewStream(str(in), str(in), in.readLong()));
             }
-            Result result = null;
-            if (in.readBoolean()) {
-                String path = str(in);
-                long size = in.readLong();
-                List<String> written = strs(in), linked = strs(in), copied = strs(in);
-                String backup = str(in);
-                result = new Result(path, size, written, linked, copied, backup.isEmpty() ? null : backup,
-                        "not validated");
+            int operators = in.readInt();
+            SurgeryPlan plan = new SurgeryPlan(source, depth, before, after, List.copyOf(changes), List.copyOf(streams),
+                    null);
+            if (!in.readBoolean()) {
+                return new Staged(plan, operators, null, 0, List.of(), List.of());
             }
-            return new SurgeryPlan(source, depth, before, after, List.copyOf(changes), List.copyOf(streams), result);
-        }
-    }
-
-    /** A plan followed by new metadata bytes, as {@code applyToBytes} returns them. */
-    record WithMetadata(SurgeryPlan plan, byte[] metadata) {}
-
-    static WithMetadata decodeWithMetadata(byte[] bytes) throws CheckpointSurgeonException {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-            SurgeryPlan plan = decode(in);
-            byte[] md = new byte[in.readInt()];
-            in.readFully(md);
-            return new WithMetadata(plan, md);
+            String tmp = str(in);
+            long size = in.readLong();
+            List<String> written = strs(in), unchanged = strs(in);
+            return new Staged(plan, operators, tmp, size, written, unchanged);
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("JNI", "native result is malformed: " + e, e);
+            throw new CheckpointSurgeonException("JNI", "native plan is malformed: " + e, e);
         }
     }
 

@@ -89,6 +89,55 @@ public class KillDuringRepairTest {
         assertTrue("kills never landed after the swap: " + newSeen, newSeen > 0);
     }
 
+    /**
+     * SIGKILL while Flink's loader judges the staged result (the run stalls there through a test
+     * hook): in place the old {@code _metadata} is still the live one and has no backup yet; an
+     * output directory has no {@code _metadata}.
+     */
+    @Test
+    public void killsDuringValidationLeaveNothingVisible() throws Exception {
+        Assume.assumeTrue("runs on 1.20.3 only", "1.20.3".equals(System.getProperty("flink.version")));
+        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-files");
+        byte[] original = Files.readAllBytes(fixture.resolve("_metadata"));
+        int trials = Integer.getInteger("kill.validate.trials", 10);
+        for (int trial = 0; trial < trials; trial++) {
+            Path dir = Files.createTempDirectory("cs-kill-validate");
+            try (Stream<Path> s = Files.list(fixture)) {
+                for (Path p : s.toList()) Files.copy(p, dir.resolve(p.getFileName()));
+            }
+            boolean inPlace = trial % 2 == 0;
+            Path out = dir.resolveSibling(dir.getFileName() + "-out");
+            List<String> cmd = new ArrayList<>(List.of(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED",
+                    "-Dcheckpointsurgeon.test.stallAt=validate", "-cp", System.getProperty("java.class.path"),
+                    "io.checkpointsurgeon.Cli", "remove-state", dir.toString(), "--state", "union-list", "--apply"));
+            cmd.addAll(inPlace ? List.of("--in-place") : List.of("--output", out.toString()));
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
+            String line;
+            boolean stalled = false;
+            while ((line = r.readLine()) != null) {
+                if (line.contains("stalling at validate")) {
+                    stalled = true;
+                    break;
+                }
+            }
+            assertTrue("trial " + trial + ": the run reached validation", stalled);
+            p.destroyForcibly().waitFor();
+            assertArrayEquals("trial " + trial, original, Files.readAllBytes(dir.resolve("_metadata")));
+            try (Stream<Path> s = Files.list(dir)) {
+                assertTrue("trial " + trial + ": no backup before the switch",
+                        s.noneMatch(x -> x.getFileName().toString().startsWith("_metadata.backup-")));
+            }
+            if (!inPlace) {
+                assertTrue("trial " + trial + ": an output without _metadata", !Files.exists(out.resolve("_metadata")));
+            }
+            try (InputStream in = Files.newInputStream(dir.resolve("_metadata"))) {
+                Checkpoints.loadCheckpointMetadata(new DataInputStream(in), getClass().getClassLoader(), dir.toString());
+            }
+        }
+        System.out.printf("kills during validation: %d trials, old checkpoint live in all%n", trials);
+    }
+
     @Test
     public void killedHaRepairsLeaveTheOldOrTheNewFile() throws Exception {
         Assume.assumeTrue("builds the HA file with the Flink 1.15 CompletedCheckpoint constructor",
