@@ -12,11 +12,35 @@ pub const METADATA_FILE_NAME: &str = "_metadata";
 
 /// Maps a file read-only into memory (an empty file gives empty bytes).
 pub fn map_file(path: &Path) -> Result<Bytes> {
-    let file = File::open(path).map_err(|e| Error::io(path.display(), e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(path.display(), e))?
-        .len();
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses anything that is
+    // not a regular file (FIFO, device, socket, directory) before a byte is read.
+    const O_NONBLOCK: i32 = 0o4000;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path.display(), e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
+    if !meta.is_file() {
+        let t = meta.file_type();
+        let kind = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(Error::InvalidArgument(format!(
+            "{}: expected a regular file, found {kind}; refusing to read it",
+            path.display()
+        )));
+    }
+    let len = meta.len();
     if len == 0 {
         return Ok(Bytes::new());
     }

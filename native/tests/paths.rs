@@ -178,3 +178,60 @@ fn state_files_that_are_symlinks_out_of_the_job_directory_are_refused() {
     assert!(errors[0].contains("symbolic link"), "{errors:?}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_fifo_is_refused_at_once_in_every_role() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/1.15.4/operator-state-files");
+    let dir = std::env::temp_dir().join(format!(
+        "cs-fifo-{}",
+        checkpoint_surgeon::commit::random_file_name()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = |p: &Path| {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    // `_metadata` itself a FIFO
+    fifo(&dir.join("_metadata"));
+    let start = std::time::Instant::now();
+    let e = Checkpoint::open(&dir)
+        .err()
+        .expect("a FIFO is no checkpoint");
+    assert!(e.to_string().contains("found a FIFO"), "{e}");
+    std::fs::remove_file(dir.join("_metadata")).unwrap();
+    // a state file a FIFO
+    let mut fifos = 0;
+    for e in std::fs::read_dir(&fixture).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_owned();
+        if name == "_metadata" {
+            std::fs::copy(&p, dir.join(&name)).unwrap();
+        } else {
+            fifo(&dir.join(&name));
+            fifos += 1;
+        }
+    }
+    assert!(fifos > 0);
+    let cp = Checkpoint::open(&dir).unwrap();
+    let mut errors = Vec::new();
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            if let Some(h) = st.managed_operator() {
+                if let Err(e) = cp.stream_bytes(h.delegate.as_ref().unwrap()) {
+                    errors.push(e.to_string());
+                }
+            }
+        }
+    }
+    assert!(!errors.is_empty());
+    assert!(
+        errors.iter().all(|e| e.contains("found a FIFO")),
+        "{errors:?}"
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -337,7 +337,8 @@ final class Commit {
     }
 
     static CheckpointSurgeonException io(String what, IOException e) {
-        String why = e instanceof AccessDeniedException ? "directory not writable (" + e.getMessage() + ")"
+        String why = e instanceof AccessDeniedException ? "directory not writable (permission denied: "
+                + e.getMessage() + ")"
                 : e instanceof FileAlreadyExistsException ? "already exists: " + e.getMessage()
                 : e instanceof NoSuchFileException ? "no such file: " + e.getMessage()
                 : String.valueOf(e);
@@ -440,9 +441,6 @@ final class Commit {
                 if (!Files.exists(output, LinkOption.NOFOLLOW_LINKS)) {
                     Path parent = output.getParent();
                     Files.createDirectories(parent);
-                    if (!Files.isWritable(parent)) {
-                        throw new AccessDeniedException(parent.toString());
-                    }
                     try {
                         Files.createDirectory(output);
                     } catch (FileAlreadyExistsException e) {

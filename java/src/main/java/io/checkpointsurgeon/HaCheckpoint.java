@@ -51,6 +51,12 @@ final class HaCheckpoint {
         java.util.Set<String> mismatches = new java.util.LinkedHashSet<>();
         Object o;
         InputStream raw;
+        if (!Files.isRegularFile(file)) {
+            // a FIFO would block the open forever
+            throw new CheckpointSurgeonException("INVALID_ARGUMENT", file + ": expected a regular file (an HA"
+                    + " completedCheckpoint file), found " + (Files.isDirectory(file) ? "a directory"
+                    : Files.exists(file) ? "a FIFO, device or socket" : "nothing"));
+        }
         try {
             raw = new BufferedInputStream(Files.newInputStream(file), 1 << 20);
         } catch (IOException e) {

@@ -141,4 +141,71 @@ public class CliSubprocessTest {
         Files.writeString(notEmpty.resolve("x"), "x");
         assertEquals(2, cli("remove-state", in, "--state", STALE, "--apply", "--output", notEmpty.toString()).code);
     }
+
+    /** The messages of the commit sequence's refusals: each names what is wrong, exit 2. */
+    @Test
+    public void outputAndLockRefusalsSayWhatIsWrong() throws Exception {
+        Path in = CheckpointSurgeonTest.fixture("operator-state-files");
+        Path tmp = Files.createTempDirectory("cs-cli-refusals");
+
+        Path dangling = tmp.resolve("dangling");
+        Files.createSymbolicLink(dangling, tmp.resolve("nowhere"));
+        Run r = cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", dangling.toString());
+        assertEquals(r.err, 2, r.code);
+        assertTrue(r.err, r.err.contains("dangling symbolic link"));
+        assertFalse(Files.exists(tmp.resolve("nowhere")));
+
+        Path withDir = tmp.resolve("chk");
+        Files.createDirectories(withDir.resolve("_metadata"));
+        r = cli("inspect", withDir.toString());
+        assertEquals(r.err, 2, r.code);
+        assertTrue(r.err, r.err.contains("_metadata is a directory"));
+
+        // A second repair while the first holds the lock (it stalls at validation through a test hook).
+        Path copy = Files.createDirectory(tmp.resolve("copy"));
+        try (var s = Files.list(in)) {
+            for (Path p : s.toList()) Files.copy(p, copy.resolve(p.getFileName()));
+        }
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process first = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Dcheckpointsurgeon.test.stallAt=validate", "-jar", jar, "remove-state", copy.toString(), "--state",
+                "union-list", "--apply", "--in-place").redirectErrorStream(true).start();
+        try {
+            var lines = new java.io.BufferedReader(new java.io.InputStreamReader(first.getInputStream()));
+            String line;
+            while ((line = lines.readLine()) != null && !line.contains("stalling at validate")) {
+                // wait until the first run holds the lock
+            }
+            r = cli("remove-state", copy.toString(), "--state", "split-list", "--apply", "--in-place");
+            assertEquals(r.err, 2, r.code);
+            assertTrue(r.err, r.err.contains("[LOCKED]") && r.err.contains(copy.toRealPath().toString())
+                    && r.err.contains("pid " + first.pid()) && r.err.contains("stallAt=validate"));
+        } finally {
+            first.destroyForcibly().waitFor();
+        }
+        // the kernel released the killed run's lock: the next run goes through
+        r = cli("remove-state", copy.toString(), "--state", "split-list", "--apply", "--in-place");
+        assertEquals(r.err, 0, r.code);
+
+        // An unwritable directory, as an unprivileged user (root writes everywhere).
+        Path setpriv = Path.of("/usr/bin/setpriv");
+        org.junit.Assume.assumeTrue(Files.isExecutable(setpriv) && "root".equals(System.getProperty("user.name")));
+        Path shared = Files.createDirectories(Path.of("/tmp", "cs-cli-unwritable-" + ProcessHandle.current().pid()));
+        Files.setPosixFilePermissions(shared, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path jarCopy = shared.resolve("cs.jar");
+        Files.copy(Path.of(jar), jarCopy);
+        Path readable = Files.createDirectory(shared.resolve("chk"));
+        try (var s = Files.list(in)) {
+            for (Path p : s.toList()) Files.copy(p, readable.resolve(p.getFileName()));
+        }
+        List<String> cmd = List.of(setpriv.toString(), "--reuid=65534", "--regid=65534", "--clear-groups",
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", jarCopy.toString(),
+                "remove-state", readable.toString(), "--state", "union-list", "--apply", "--output",
+                shared.resolve("out").toString());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(text, 2, p.waitFor());
+        assertTrue(text, text.contains("directory not writable"));
+        assertFalse(Files.exists(shared.resolve("out")));
+    }
 }
