@@ -5,7 +5,6 @@ use crate::error::{Error, Result};
 use crate::handles::StreamHandle;
 use crate::metadata::{self, CheckpointMetadata};
 use bytes::Bytes;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 pub const METADATA_FILE_NAME: &str = "_metadata";
