@@ -224,52 +224,71 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
 ) -> JString<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
-            use crate::handles::StreamHandle;
             let bytes = bytes_arg(env, &metadata)?;
             let md = metadata::parse(bytes).map_err(|e| e.in_file("<metadata>"))?;
-            fn line(scope: &str, h: &StreamHandle) -> Option<String> {
-                match h {
-                    StreamHandle::RelativeFile { path, .. } => {
-                        Some(format!("{scope}\trelative\t{path}"))
-                    }
-                    StreamHandle::File { path, .. } => Some(format!("{scope}\tfile\t{path}")),
-                    StreamHandle::Segment {
-                        path, start, size, ..
-                    } => Some(format!("{scope}\tsegment\t{path}\t{start}\t{size}")),
-                    _ => None,
-                }
-            }
-            let mut op = Vec::new();
-            for o in &md.operators {
-                for (_, st) in o.subtask_states() {
-                    for h in [st.managed_operator(), st.raw_operator()]
-                        .into_iter()
-                        .flatten()
-                    {
-                        if let Some(l) = h.delegate.as_ref().and_then(|d| line("op", d)) {
-                            op.push(l);
-                        }
-                    }
-                }
-            }
-            let mut all = Vec::new();
-            md.visit_stream_handles(&mut |h| {
-                if let Some(l) = line("other", h) {
-                    all.push(l);
-                }
-            });
-            op.sort();
-            op.dedup();
-            all.sort();
-            all.dedup();
-            let mut out = op.join("\n");
-            for l in all {
-                out.push('\n');
-                out.push_str(&l);
-            }
-            Ok(JString::from_str(env, out)?)
+            Ok(JString::from_str(env, state_file_lines(&md))?)
         })
         .resolve::<ThrowSurgeonException>()
+}
+
+/// `String NativeBridge.stateFilesOf(String path)`: [`Java_io_checkpointsurgeon_NativeBridge_stateFiles`]
+/// of a local checkpoint, read natively.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFilesOf<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            let path = string_arg(env, &path)?.unwrap_or_default();
+            let cp = Checkpoint::open(Path::new(&path))?;
+            Ok(JString::from_str(env, state_file_lines(&cp.metadata))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+fn state_file_lines(md: &metadata::CheckpointMetadata) -> String {
+    use crate::handles::StreamHandle;
+    fn line(scope: &str, h: &StreamHandle) -> Option<String> {
+        match h {
+            StreamHandle::RelativeFile { path, .. } => Some(format!("{scope}\trelative\t{path}")),
+            StreamHandle::File { path, .. } => Some(format!("{scope}\tfile\t{path}")),
+            StreamHandle::Segment {
+                path, start, size, ..
+            } => Some(format!("{scope}\tsegment\t{path}\t{start}\t{size}")),
+            _ => None,
+        }
+    }
+    let mut op = Vec::new();
+    for o in &md.operators {
+        for (_, st) in o.subtask_states() {
+            for h in [st.managed_operator(), st.raw_operator()]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(l) = h.delegate.as_ref().and_then(|d| line("op", d)) {
+                    op.push(l);
+                }
+            }
+        }
+    }
+    let mut all = Vec::new();
+    md.visit_stream_handles(&mut |h| {
+        if let Some(l) = line("other", h) {
+            all.push(l);
+        }
+    });
+    op.sort();
+    op.dedup();
+    all.sort();
+    all.dedup();
+    let mut out = op.join("\n");
+    for l in all {
+        out.push('\n');
+        out.push_str(&l);
+    }
+    out
 }
 
 /// `byte[] NativeBridge.inspectMirrored(byte[] metadata, String name, String dir, String mirrors)`.

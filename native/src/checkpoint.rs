@@ -9,13 +9,21 @@ use std::path::{Path, PathBuf};
 
 pub const METADATA_FILE_NAME: &str = "_metadata";
 
-/// Maps a file read-only into memory (an empty file gives empty bytes).
+/// Reads a whole regular file into memory (an empty file gives empty bytes).
 pub fn map_file(path: &Path) -> Result<Bytes> {
+    read_range(path, 0, None)
+}
+
+/// Reads `len` bytes at `start` of a regular file (to its end when `len` is None) with plain
+/// reads, never a memory map: a file that another process truncates while it is read (a job
+/// deleting old checkpoints) must give an error, not a SIGBUS that aborts the JVM.
+pub fn read_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
+    use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses anything that is
     // not a regular file (FIFO, device, socket, directory) before a byte is read.
     const O_NONBLOCK: i32 = 0o4000;
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(path)
@@ -39,17 +47,40 @@ pub fn map_file(path: &Path) -> Result<Bytes> {
             path.display()
         )));
     }
-    let len = meta.len();
-    if len == 0 {
-        return Ok(Bytes::new());
+    let size = meta.len();
+    let want = len.unwrap_or(size.saturating_sub(start));
+    if start.saturating_add(want) > size {
+        return Err(Error::InvalidArgument(format!(
+            "{}: segment {start}+{want} lies outside the {size}-byte file",
+            path.display()
+        )));
     }
-    // SAFETY: the mapping is read-only and private. Checkpoint files are immutable once
-    // written; a concurrent truncation by another process could fault, as with any mmap
-    // reader, which is why the tool never writes to a file it has mapped.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.display(), e))?;
-    // Read ahead: the file is parsed front to back. Only a hint, so a failure does not matter.
-    let _ = map.advise(memmap2::Advice::Sequential);
-    Ok(Bytes::from_owner(map))
+    let n = usize::try_from(want).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{}: {want} bytes do not fit in memory",
+            path.display()
+        ))
+    })?;
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(n).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{}: cannot allocate {n} bytes to read it",
+            path.display()
+        ))
+    })?;
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| Error::io(path.display(), e))?;
+    file.take(want)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path.display(), e))?;
+    if buf.len() as u64 != want {
+        return Err(Error::InvalidArgument(format!(
+            "{}: the file shrank while it was read: expected {want} bytes at {start}, read {} (is a job deleting or rewriting it?)",
+            path.display(),
+            buf.len()
+        )));
+    }
+    Ok(Bytes::from(buf))
 }
 
 pub struct Checkpoint {
@@ -212,16 +243,13 @@ impl Checkpoint {
             StreamHandle::EmptySegment => Ok(Bytes::new()),
             StreamHandle::Segment { start, size, .. } => {
                 let path = self.local_file(h)?.unwrap_or_default();
-                let file = map_file(&path)?;
-                let (s, n) = (*start as u64, *size as u64);
-                if *start < 0 || *size < 0 || s.saturating_add(n) > file.len() as u64 {
+                if *start < 0 || *size < 0 {
                     return Err(Error::InvalidArgument(format!(
-                        "{}: segment {s}+{n} lies outside the {}-byte file",
-                        path.display(),
-                        file.len()
+                        "{}: segment {start}+{size} has a negative offset or size",
+                        path.display()
                     )));
                 }
-                Ok(file.slice(s as usize..(s + n) as usize))
+                read_range(&path, *start as u64, Some(*size as u64))
             }
             StreamHandle::KeyGroups(_) => Err(Error::InvalidArgument(
                 "a key-groups handle is not an operator state stream".into(),

@@ -395,11 +395,13 @@ impl KeyedHandle {
                 let num_key_groups = r.i32("the number of key groups")?;
                 let checkpointed_size = r.i64("the checkpointed size")?;
                 let m = r.count("the number of materialized handles", 1)?;
+                r.charge::<KeyedHandle>(m, "materialized handles")?;
                 let mut materialized = Vec::with_capacity(m);
                 for _ in 0..m {
                     materialized.push(KeyedHandle::read(r, depth + 1)?);
                 }
                 let d = r.count("the number of non-materialized handles", 1)?;
+                r.charge::<KeyedHandle>(d, "non-materialized handles")?;
                 let mut non_materialized = Vec::with_capacity(d);
                 for _ in 0..d {
                     non_materialized.push(KeyedHandle::read(r, depth + 1)?);
@@ -449,6 +451,7 @@ impl KeyedHandle {
                 let start_key_group = r.i32("the start key group")?;
                 let num_key_groups = r.i32("the number of key groups")?;
                 let n = r.count("the number of changelog stream handles", 9)?;
+                r.charge::<(i64, Option<StreamHandle>)>(n, "changelog stream handles")?;
                 let mut handles = Vec::with_capacity(n);
                 for _ in 0..n {
                     let offset = r.i64("the offset in a changelog stream")?;
@@ -587,6 +590,7 @@ impl KeyedHandle {
 
 fn read_handle_list(r: &mut Reader, depth: u32) -> Result<HandleList> {
     let n = r.count("the number of incremental state handles", 3)?;
+    r.charge::<(JStr, Option<StreamHandle>)>(n, "incremental state handles")?;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let key = r.utf("the key of an incremental state handle")?;
@@ -682,6 +686,7 @@ impl OperatorHandle {
             ));
         }
         let n = r.count("the number of operator states in the handle", 7)?;
+        r.charge::<StateMetaInfo>(n, "operator states in a handle")?;
         let mut states = Vec::with_capacity(n);
         for _ in 0..n {
             let name = r.utf("an operator state name")?;

@@ -96,11 +96,42 @@ pub fn encode_modified_utf8(s: &str) -> Vec<u8> {
 pub struct Reader {
     buf: Bytes,
     pos: usize,
+    /// Bytes the model built from this input may still take: the input's size plus 64 MiB.
+    budget: usize,
 }
+
+/// What the model of an input may need beyond the input's own size.
+pub const MEMORY_HEADROOM: usize = 64 << 20;
 
 impl Reader {
     pub fn new(buf: Bytes) -> Self {
-        Reader { buf, pos: 0 }
+        let budget = buf.len().saturating_add(MEMORY_HEADROOM);
+        Reader {
+            buf,
+            pos: 0,
+            budget,
+        }
+    }
+
+    /// Charges `items` model objects of `T` against the memory budget, so that no input makes
+    /// the parser need more than its own size plus [`MEMORY_HEADROOM`]: a clear error instead.
+    pub fn charge<T>(&mut self, items: usize, what: &str) -> Result<()> {
+        let cost = items.saturating_mul(std::mem::size_of::<T>().max(1));
+        if cost > self.budget {
+            return Err(Error::format(
+                self.pos as u64,
+                format!(
+                    "{what} whose model fits in the input's size plus {} MiB of memory",
+                    MEMORY_HEADROOM >> 20
+                ),
+                Some(format!(
+                    "{items} of them, {} MiB more; this is not a file Flink wrote",
+                    cost >> 20
+                )),
+            ));
+        }
+        self.budget -= cost;
+        Ok(())
     }
 
     pub fn pos(&self) -> usize {

@@ -8,6 +8,20 @@ use bytes::Bytes;
 
 const MAX_DEPTH: u32 = 64;
 
+/// The classes the tool deserializes, shared with the Java side's filter (`SerialFilter`): one
+/// class a line, with the deepest graph depth it was recorded at.
+const ALLOWLIST: &str =
+    include_str!("../../java/src/main/resources/io/checkpointsurgeon/serialization-allowlist.txt");
+
+/// Whether a class named in a serialized `CheckpointProperties` may be there.
+fn allowed_class(name: &str) -> bool {
+    ALLOWLIST
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .any(|l| l.split_whitespace().next() == Some(name))
+}
+
 #[derive(Clone)]
 struct ClassDesc {
     /// (typecode, is_object) of each field, in stream order
@@ -102,7 +116,17 @@ impl Parser {
                 }
             }
             0x72 => {
-                self.r.utf("a class name")?;
+                let name_at = self.r.pos();
+                let name = self.r.utf("a class name")?;
+                if !allowed_class(&name.to_string()) {
+                    return Err(Error::format(
+                        name_at as u64,
+                        "a class that a CheckpointProperties holds (serialization-allowlist.txt)",
+                        Some(format!(
+                            "class {name}; it is not deserialized, nor passed to Flink's loader"
+                        )),
+                    ));
+                }
                 self.r.i64("a serialVersionUID")?;
                 let idx = self.new_handle(Handle::Other);
                 let flags = self.r.u8("class descriptor flags")?;
@@ -139,21 +163,12 @@ impl Parser {
                 });
                 Ok(Some(idx))
             }
-            0x7D => {
-                let idx = self.new_handle(Handle::Other);
-                let n = self.r.count("the number of proxy interfaces", 2)?;
-                for _ in 0..n {
-                    self.r.utf("a proxy interface name")?;
-                }
-                self.annotation(d + 1)?;
-                let super_desc = self.class_desc(d + 1)?;
-                self.handles[idx] = Handle::Class(ClassDesc {
-                    fields: Vec::new(),
-                    flags: 0x02,
-                    super_desc,
-                });
-                Ok(Some(idx))
-            }
+            // no dynamic proxy class is part of a CheckpointProperties
+            0x7D => Err(Error::format(
+                at as u64,
+                "a class that a CheckpointProperties holds",
+                Some("a dynamic proxy class".into()),
+            )),
             other => Err(Error::format(
                 at as u64,
                 "a Java class descriptor",

@@ -133,10 +133,42 @@ pub fn parse(buf: Bytes) -> Result<CheckpointMetadata> {
     for _ in 0..n {
         master_states.push(read_master_state(&mut r)?);
     }
-    let n = r.count("the number of operator states", 20)?;
+    // The smallest operator record: id, parallelism, max parallelism and the subtask count, plus
+    // the legacy chain length (V2) or a null coordinator state (V3+), plus two empty strings (V5+).
+    let min_operator = match version {
+        2 => 32,
+        3 | 4 => 29,
+        _ => 33,
+    };
+    let n = r.count("the number of operator states", min_operator)?;
+    r.charge::<OperatorState>(n, "operator states")?;
     let mut operators = Vec::with_capacity(n);
+    let mut ids = std::collections::HashSet::with_capacity(n);
     for _ in 0..n {
-        operators.push(read_operator(&mut r, version)?);
+        let at = r.pos();
+        let op = read_operator(&mut r, version)?;
+        let id_at = at + if version >= 5 { op_name_bytes(&op) } else { 0 };
+        if !ids.insert(op.id) {
+            return Err(Error::format(
+                id_at as u64,
+                "a distinct operator id (each operator appears once)",
+                Some(format!("{} again", op.hex_id())),
+            ));
+        }
+        if op.parallelism < 1 || op.max_parallelism < op.parallelism {
+            return Err(Error::format(
+                (id_at + 16) as u64,
+                format!(
+                    "a parallelism of at least 1 and a max parallelism at least as large (operator {})",
+                    op.hex_id()
+                ),
+                Some(format!(
+                    "parallelism {}, max parallelism {}",
+                    op.parallelism, op.max_parallelism
+                )),
+            ));
+        }
+        operators.push(op);
     }
     let properties = if version >= 4 {
         let at = r.pos();
@@ -166,6 +198,12 @@ pub fn parse(buf: Bytes) -> Result<CheckpointMetadata> {
         operators,
         properties,
     })
+}
+
+/// The bytes of a V5+ operator's name and uid strings, which precede its id.
+fn op_name_bytes(op: &OperatorState) -> usize {
+    4 + op.name.as_ref().map_or(0, |n| n.as_bytes().len())
+        + op.uid.as_ref().map_or(0, |u| u.as_bytes().len())
 }
 
 fn read_master_state(r: &mut Reader) -> Result<MasterState> {
@@ -297,12 +335,14 @@ fn read_operator(r: &mut Reader, version: i32) -> Result<OperatorState> {
                 Some(n.to_string()),
             ));
         }
+        r.charge::<SubtaskEntry>(n, "subtask states")?;
         let mut list = Vec::with_capacity(n);
         for _ in 0..n {
             let index = r.i32("a subtask index")?;
             if index < 0 && version >= 3 {
                 list.push(SubtaskEntry::Finished(-index - 1));
             } else {
+                r.charge::<SubtaskState>(1, "subtask states")?;
                 list.push(SubtaskEntry::State(
                     index,
                     Box::new(read_subtask(r, version)?),

@@ -262,9 +262,10 @@ public final class CheckpointSurgeon {
 
     /**
      * A problem {@link #doctor} found: severity ({@code ERROR}, {@code WARNING}), a stable code, what
-     * is wrong, and the command that fixes or examines it.
+     * is wrong, the command that fixes or examines it, and alternative commands (each one runnable
+     * as it is).
      */
-    public record Finding(String severity, String code, String message, String fix) {}
+    public record Finding(String severity, String code, String message, String fix, List<String> alternatives) {}
 
     /**
      * Finds what is wrong with a checkpoint or savepoint: a union state identical in every subtask
@@ -278,7 +279,7 @@ public final class CheckpointSurgeon {
 
     /** {@link #doctor} for an HA completedCheckpoint file. */
     public static List<Finding> doctorHa(Path haFile) throws CheckpointSurgeonException {
-        return Doctor.examine(inspectHa(haFile), haFile);
+        return Doctor.examine(inspectHa(haFile), haFile.toString());
     }
 
     /**

@@ -10,7 +10,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * The command line. Exit codes: 0 ok, 1 usage error, 2 invalid input or validation failure,
+ * The command line. Exit codes: 0 ok, 1 usage error, 2 invalid input, validation failure or a held lock,
  * 3 outcome unknown (an unexpected failure).
  */
 @Command(
@@ -21,22 +21,30 @@ import picocli.CommandLine.Parameters;
         subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
-    static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3;
+    static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
 
     public static void main(String[] args) {
         System.exit(run(args));
     }
 
     static int run(String... args) {
+        try {
+            return execute(args);
+        } catch (Throwable e) {
+            // An Error (OutOfMemoryError, StackOverflowError, ...) may leave anything half done.
+            return unknownOutcome(e, new PrintWriter(System.err, true));
+        }
+    }
+
+    private static int execute(String... args) {
         CommandLine cl = new CommandLine(new Cli());
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            if (e instanceof CheckpointSurgeonException cse) {
+            if (e instanceof CheckpointSurgeonException) {
+                CheckpointSurgeonException cse = (CheckpointSurgeonException) e;
                 cmd.getErr().println("error [" + cse.code() + "]: " + cse.getMessage());
                 return INVALID;
             }
-            cmd.getErr().println("unexpected failure: " + e);
-            e.printStackTrace(cmd.getErr());
-            return UNKNOWN;
+            return unknownOutcome(e, cmd.getErr());
         });
         cl.setParameterExceptionHandler((e, a) -> {
             e.getCommandLine().getErr().println("error: " + e.getMessage());
@@ -44,6 +52,15 @@ public final class Cli {
             return USAGE;
         });
         return cl.execute(args);
+    }
+
+    /** Exit 3 with one line; the stack trace only with {@code -Dcheckpointsurgeon.trace}. */
+    private static int unknownOutcome(Throwable e, PrintWriter err) {
+        err.println("outcome unknown (exit 3): unexpected " + e + "; what was being written may be incomplete,"
+                + " the input was not changed");
+        if (System.getProperty(Commit.TRACE) != null) e.printStackTrace(err);
+        err.flush();
+        return UNKNOWN;
     }
 
     @Command(name = "inspect", mixinStandardHelpOptions = true,
@@ -89,19 +106,38 @@ public final class Cli {
         @Option(names = "--json", description = "print the findings as JSON")
         boolean json;
 
+        @Option(names = "--fail-on", paramLabel = "LEVEL", description = "exit 4 when a finding of this severity or"
+                + " higher is found: error (default) or warning")
+        String failOn = "error";
+
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         public record Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {}
 
+        /** 4 when a finding at or above --fail-on was found, else 0. */
+        private int exitCode(java.util.List<Result> results) {
+            boolean warnings = failOn.equalsIgnoreCase("warning");
+            for (Result r : results) {
+                for (CheckpointSurgeon.Finding f : r.findings()) {
+                    if (f.severity().equals("ERROR") || warnings) return FINDINGS;
+                }
+            }
+            return OK;
+        }
+
         @Override
         public Integer call() throws CheckpointSurgeonException {
+            if (!failOn.equalsIgnoreCase("error") && !failOn.equalsIgnoreCase("warning")) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--fail-on must be error or warning, not "
+                        + failOn);
+            }
             java.util.List<Result> results = new java.util.ArrayList<>();
             if (CheckpointSurgeon.isFlinkPath(pathArg)) {
                 fs.apply(pathArg);
                 results.add(new Result(pathArg, CheckpointSurgeon.doctor(pathArg)));
                 print(results);
-                return OK;
+                return exitCode(results);
             }
             Path path = FlinkFileSystems.localPath(pathArg);
             boolean ha = java.nio.file.Files.isDirectory(path)
@@ -117,7 +153,7 @@ public final class Cli {
                 results.add(new Result(path.toString(), CheckpointSurgeon.doctor(path)));
             }
             print(results);
-            return OK;
+            return exitCode(results);
         }
 
         private void print(java.util.List<Result> results) {
@@ -129,6 +165,7 @@ public final class Cli {
                     out.println(r.path() + ": " + (r.findings().isEmpty() ? "no problems found" : r.findings().size() + " problem(s)"));
                     for (CheckpointSurgeon.Finding f : r.findings()) {
                         out.printf("  %s %s: %s%n    fix: %s%n", f.severity(), f.code(), f.message(), f.fix());
+                        for (String alternative : f.alternatives()) out.printf("    or:  %s%n", alternative);
                     }
                 }
             }

@@ -41,7 +41,10 @@ import java.util.stream.Stream;
  * that are new, the ones that are old, and every backup.
  */
 final class Commit {
-    /** Test hooks (system properties): stall or fail when a step starts, e.g. {@code validate} or {@code switch:2}. */
+    /**
+     * Test hooks (system properties): stall or fail when a step starts, e.g. {@code validate} or
+     * {@code switch:2}; {@code oom:stage} throws an OutOfMemoryError there.
+     */
     static final String STALL_AT = "checkpointsurgeon.test.stallAt";
     static final String FAIL_AT = "checkpointsurgeon.test.failAt";
     /** Prints every step to stderr when set. */
@@ -147,6 +150,8 @@ final class Commit {
             }
             if (switched == 0) runUndo.run(e);
             locks.close(e);
+            if (e instanceof RuntimeException) throw (RuntimeException) e;
+            if (e instanceof Error) throw (Error) e;
             throw failure(e, units, changing, backups, switched);
         }
         locks.close(null);
@@ -223,7 +228,11 @@ final class Commit {
                 Thread.currentThread().interrupt();
             }
         }
-        if (matches(System.getProperty(FAIL_AT), step, index)) {
+        String fail = System.getProperty(FAIL_AT);
+        if (fail != null && fail.startsWith("oom:") && matches(fail.substring(4), step, index)) {
+            throw new OutOfMemoryError("injected at " + step + " (" + FAIL_AT + ")");
+        }
+        if (matches(fail, step, index)) {
             throw new CheckpointSurgeonException("IO", unit.name() + ": injected failure at " + step
                     + " (" + FAIL_AT + ")");
         }

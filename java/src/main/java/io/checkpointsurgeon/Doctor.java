@@ -1,5 +1,7 @@
 package io.checkpointsurgeon;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -16,8 +18,72 @@ final class Doctor {
 
     private Doctor() {}
 
-    static List<CheckpointSurgeon.Finding> examine(InspectReport r, Path path) {
-        return examine(r, path.toString());
+    /**
+     * A local checkpoint: also checks that every state file it references exists inside the job
+     * directory, and, when Flink is on the class path, that Flink's own loader accepts {@code _metadata}.
+     */
+    static List<CheckpointSurgeon.Finding> examine(InspectReport r, Path path) throws CheckpointSurgeonException {
+        List<CheckpointSurgeon.Finding> out = examine(r, path.toString());
+        Path metadata = Files.isDirectory(path) ? path.resolve("_metadata") : path;
+        files(out, metadata, quote(path.toString()));
+        if (FlinkJudge.flinkAvailable()) {
+            try {
+                FlinkJudge.validate(metadata, r.operators().size());
+            } catch (CheckpointSurgeonException e) {
+                out.add(new CheckpointSurgeon.Finding("ERROR", "FLINK_REJECTS_METADATA", "Flink " + FlinkJudge.flinkVersion()
+                        + " cannot load this _metadata, so a restore from it fails: " + e.getMessage(),
+                        "checkpoint-surgeon inspect " + quote(path.toString()), List.of()));
+            }
+        }
+        return out;
+    }
+
+    /** Findings for state files that are missing, or that lie outside the job directory. */
+    private static void files(List<CheckpointSurgeon.Finding> out, Path metadata, String p)
+            throws CheckpointSurgeonException {
+        Path dir = metadata.toAbsolutePath().getParent();
+        Path jobDir = dir.getParent() == null ? dir : dir.getParent();
+        List<String> missing = new ArrayList<>();
+        List<String> outside = new ArrayList<>();
+        for (String line : NativeBridge.stateFilesOf(metadata.toString()).split("\n")) {
+            if (line.isEmpty()) continue;
+            String[] f = line.split("\t", -1);
+            Path file;
+            if (f[1].equals("relative")) {
+                file = dir.resolve(f[2]);
+            } else if (f[2].startsWith("file:") || f[2].startsWith("/")) {
+                file = FlinkFileSystems.localPath(f[2]);
+            } else {
+                continue; // a path on another file system: not checked from here
+            }
+            if (!Files.exists(file)) {
+                missing.add(file.toString());
+            } else if (!file.normalize().startsWith(jobDir) && !realInside(file, jobDir)) {
+                outside.add(file.toString());
+            }
+        }
+        if (!missing.isEmpty()) {
+            out.add(new CheckpointSurgeon.Finding("ERROR", "STATE_FILE_MISSING", String.format(Locale.ROOT,
+                    "%d state file(s) that _metadata references do not exist, so a restore fails: %s",
+                    missing.size(), sample(missing)), "checkpoint-surgeon inspect " + p + " --subtasks", List.of()));
+        }
+        if (!outside.isEmpty()) {
+            out.add(new CheckpointSurgeon.Finding("WARNING", "STATE_FILE_OUTSIDE_JOB_DIR", String.format(Locale.ROOT,
+                    "%d state file(s) lie outside the job directory %s (copied or moved checkpoint?): %s",
+                    outside.size(), jobDir, sample(outside)), "checkpoint-surgeon inspect " + p + " --subtasks", List.of()));
+        }
+    }
+
+    private static boolean realInside(Path file, Path jobDir) {
+        try {
+            return file.toRealPath().startsWith(jobDir.toRealPath());
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static String sample(List<String> l) {
+        return String.join(", ", l.subList(0, Math.min(3, l.size()))) + (l.size() > 3 ? ", ..." : "");
     }
 
     /** {@code path} as the user gave it: a local path or a Flink path such as {@code s3://...}. */
@@ -28,7 +94,18 @@ final class Doctor {
             out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? "ERROR" : "WARNING", "METADATA_SIZE",
                     String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",
                             Cli.bytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
-                    "checkpoint-surgeon inspect " + p));
+                    "checkpoint-surgeon inspect " + p, List.of()));
+        }
+        for (InspectReport.OperatorInfo op : r.operators()) {
+            for (InspectReport.SubtaskInfo s : op.subtasks()) {
+                for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    if (h.streamError().isEmpty()) continue;
+                    out.add(new CheckpointSurgeon.Finding("ERROR", "STATE_STREAM_UNREADABLE", String.format(Locale.ROOT,
+                            "the operator state of operator %s subtask %d cannot be read, so a restore fails: %s",
+                            op.id(), s.index(), h.streamError()), "checkpoint-surgeon inspect " + p + " --subtasks",
+                            List.of()));
+                }
+            }
         }
         for (InspectReport.OperatorInfo op : r.operators()) {
             long deployment = 0;
@@ -54,8 +131,10 @@ final class Doctor {
                                     + " no longer reads, which multiplies by the parallelism on every restore",
                             t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements()),
                             "checkpoint-surgeon remove-state " + p + " --operator-id " + op.id() + " --state "
-                                    + quote(t.name()) + " --apply --output " + quote(path + "-repaired")
-                                    + "   (or, if the job still reads it: dedupe-union ... --state " + quote(t.name()) + ")"));
+                                    + quote(t.name()) + " --apply --output " + quote(path + "-repaired"),
+                            // if the job still reads the state: keep one copy of each element
+                            List.of("checkpoint-surgeon dedupe-union " + p + " --operator-id " + op.id() + " --state "
+                                    + quote(t.name()) + " --apply --output " + quote(path + "-deduped"))));
                 }
             }
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -65,7 +144,8 @@ final class Doctor {
                     if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
                         out.add(new CheckpointSurgeon.Finding("WARNING", "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
                                 "operator %s subtask %d keeps %s of state inline in _metadata (the inline maximum is 1 MiB)",
-                                op.id(), s.index(), Cli.bytes(h.delegateSize())), "checkpoint-surgeon inspect " + p + " --subtasks"));
+                                op.id(), s.index(), Cli.bytes(h.delegateSize())), "checkpoint-surgeon inspect " + p + " --subtasks",
+                                List.of()));
                     }
                 }
             }
@@ -74,7 +154,7 @@ final class Doctor {
                         String.format(Locale.ROOT, "every subtask of operator %s receives about %s of union state handles on"
                                 + " restore, %s the default RPC frame size of 10 MiB", op.id(), Cli.bytes(deployment),
                                 deployment > RPC_FRAME ? "over" : "over half of"),
-                        "checkpoint-surgeon inspect " + p));
+                        "checkpoint-surgeon inspect " + p, List.of()));
             }
         }
         Set<String> missing = new HashSet<>();
@@ -94,7 +174,8 @@ final class Doctor {
                                         Locale.ROOT, "state '%s' of operator %s needs serializer class %s, which is not on"
                                                 + " the classpath: a restore with this classpath fails", st.name(), op.id(), c),
                                         "checkpoint-surgeon remove-state " + p + " --operator-id " + op.id() + " --state "
-                                                + quote(st.name()) + " --apply --output " + quote(path + "-repaired")));
+                                                + quote(st.name()) + " --apply --output " + quote(path + "-repaired"),
+                                        List.of()));
                             }
                         }
                     }

@@ -62,9 +62,19 @@ final class HaCheckpoint {
         } catch (IOException e) {
             throw new CheckpointSurgeonException("IO", file + ": " + e, e);
         }
+        SerialFilter filter;
+        try {
+            filter = new SerialFilter(file.toString(), Files.size(file));
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+        }
         try (InputStream in = raw; java.io.ObjectInputStream ois = new CheckingObjectInputStream(in, cl, mismatches)) {
+            ois.setObjectInputFilter(filter);
             o = ois.readObject();
         } catch (IOException | ClassNotFoundException | RuntimeException e) {
+            if (filter.refusal() != null) {
+                throw filter.exception(e);
+            }
             if (!mismatches.isEmpty()) {
                 throw otherVersion(file, mismatches, e);
             }

@@ -56,6 +56,9 @@ final class NativeBridge {
     /** Every file-backed stream handle: lines {@code op|other<TAB>relative|file|segment<TAB>path[<TAB>start<TAB>size]}. */
     static native String stateFiles(byte[] metadata) throws CheckpointSurgeonException;
 
+    /** {@link #stateFiles} of a local checkpoint ({@code _metadata} or its directory), read natively. */
+    static native String stateFilesOf(String path) throws CheckpointSurgeonException;
+
     static native byte[] inspectMirrored(byte[] metadata, String name, String dir, String mirrors)
             throws CheckpointSurgeonException;
 

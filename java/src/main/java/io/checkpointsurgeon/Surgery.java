@@ -28,6 +28,10 @@ public final class Surgery {
 
         /** The operator id as Flink prints it (32 hex digits). */
         public static OperatorSelector id(String hex) {
+            if (hex == null || !hex.matches("[0-9A-Fa-f]{32}")) {
+                throw new IllegalArgumentException("an operator id is 32 hex digits, as inspect prints it; got '"
+                        + hex + "'");
+            }
             return new OperatorSelector("id", hex);
         }
 

@@ -57,10 +57,11 @@ public class CliSubprocessTest {
         assertEquals(0, json.code);
         assertTrue(json.out.trim().startsWith("{") && json.out.contains("\"metadataVersion\": 3"));
         Run doctor = cli("doctor", in);
-        assertEquals(0, doctor.code);
+        assertEquals("an ERROR finding gates with exit 4", 4, doctor.code);
         assertTrue(doctor.out, doctor.out.contains("STALE_UNION_STATE") && doctor.out.contains("remove-state"));
         Run healthy = cli("doctor", CheckpointSurgeonTest.fixture("keyed-hashmap").toString());
         assertTrue(healthy.out, healthy.out.contains("no problems found"));
+        assertEquals(0, healthy.code);
     }
 
     @Test
@@ -207,5 +208,78 @@ public class CliSubprocessTest {
         assertEquals(text, 2, p.waitFor());
         assertTrue(text, text.contains("directory not writable"));
         assertFalse(Files.exists(shared.resolve("out")));
+    }
+
+    /** An Error inside a command (here an OutOfMemoryError injected at a step) exits 3 with one line. */
+    @Test
+    public void anErrorExitsThreeWithOneLineAndUndoesTheRun() throws Exception {
+        Path in = CheckpointSurgeonTest.fixture("operator-state-files");
+        Path out = Files.createTempDirectory("cs-cli-oom").resolve("out");
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Dcheckpointsurgeon.test.failAt=oom:place", "-jar", jar, "remove-state", in.toString(), "--state",
+                "union-list", "--apply", "--output", out.toString()).redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(text, 3, p.waitFor());
+        assertEquals(text, 1, text.trim().split("\n").length);
+        assertTrue(text, text.contains("OutOfMemoryError"));
+        assertFalse("the output the run created is removed", Files.exists(out));
+
+        Run bad = cli("remove-state", in.toString(), "--operator-id", "not-hex", "--state", "union-list");
+        assertEquals(bad.err, 1, bad.code);
+    }
+
+    /** doctor gates: exit 4 on findings at or above --fail-on, and every printed command runs as printed. */
+    @Test
+    public void doctorExitCodesAndRunnableFixes() throws Exception {
+        Path tmp = Files.createTempDirectory("cs-cli-doctor");
+        Path stale = tmp.resolve("chk stale");
+        Files.createDirectory(stale);
+        try (var s = Files.list(CheckpointSurgeonTest.fixture("stale-union"))) {
+            for (Path p : s.toList()) Files.copy(p, stale.resolve(p.getFileName()));
+        }
+        Run r = cli("doctor", stale.toString());
+        assertEquals(r.out + r.err, 4, r.code);
+        assertEquals(4, cli("doctor", "--fail-on", "warning", stale.toString()).code);
+        assertEquals(0, cli("doctor", CheckpointSurgeonTest.fixture("operator-state-files").toString()).code);
+        assertEquals(1, cli("doctor", "--fail-on", "sometimes", stale.toString()).code);
+        List<String> commands = new ArrayList<>();
+        for (String line : r.out.split("\n")) {
+            String t = line.trim();
+            if (t.startsWith("fix: ")) commands.add(t.substring(5));
+            if (t.startsWith("or:  ")) commands.add(t.substring(5));
+        }
+        assertEquals(r.out, 2, commands.size());
+        String jar = Path.of(System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar"))
+                .toAbsolutePath().toString();
+        Path bin = Files.createDirectory(tmp.resolve("bin"));
+        Path launcher = bin.resolve("checkpoint-surgeon");
+        Files.writeString(launcher, "#!/bin/sh\nexec '" + Path.of(System.getProperty("java.home"), "bin", "java")
+                + "' -jar '" + jar + "' \"$@\"\n");
+        launcher.toFile().setExecutable(true);
+        for (String c : commands) {
+            ProcessBuilder pb = new ProcessBuilder("sh", "-c", c).directory(tmp.toFile()).redirectErrorStream(true);
+            pb.environment().put("PATH", bin + ":" + System.getenv("PATH"));
+            Process q = pb.start();
+            String text = new String(q.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertEquals(c + "\n" + text, 0, q.waitFor());
+        }
+        assertTrue(Files.exists(tmp.resolve("chk stale-repaired").resolve("_metadata")));
+        assertTrue(Files.exists(tmp.resolve("chk stale-deduped").resolve("_metadata")));
+
+        // A deleted state file is reported by name, with exit 4.
+        Path files = tmp.resolve("files");
+        Files.createDirectory(files);
+        Path victim = null;
+        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
+            for (Path p : s.toList()) {
+                Files.copy(p, files.resolve(p.getFileName()));
+                if (!p.getFileName().toString().equals("_metadata")) victim = files.resolve(p.getFileName());
+            }
+        }
+        Files.delete(victim);
+        Run missing = cli("doctor", files.toString());
+        assertEquals(missing.out + missing.err, 4, missing.code);
+        assertTrue(missing.out, missing.out.contains(victim.toString()) && missing.out.contains("STATE_FILE_MISSING"));
     }
 }

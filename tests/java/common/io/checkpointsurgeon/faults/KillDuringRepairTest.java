@@ -208,11 +208,27 @@ public class KillDuringRepairTest {
                 checkpointDir.toString());
         Object props = org.apache.flink.runtime.checkpoint.CheckpointProperties.forCheckpoint(
                 org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION);
+        // The widest public constructor of this Flink version, its arguments filled by type (the
+        // parameter lists differ between versions; the optional ones stay null).
         java.lang.reflect.Constructor<?> ctor = java.util.Arrays.stream(
                 org.apache.flink.runtime.checkpoint.CompletedCheckpoint.class.getConstructors())
-                .filter(c -> c.getParameterCount() == 9).findFirst().orElseThrow();
-        Object cc = ctor.newInstance(new org.apache.flink.api.common.JobID(), md.getCheckpointId(), 1L, 2L, ops,
-                new ArrayList<>(md.getMasterStates()), props, location, null);
+                .max(java.util.Comparator.comparingInt(java.lang.reflect.Constructor::getParameterCount)).orElseThrow();
+        Object[] args = new Object[ctor.getParameterCount()];
+        long[] longs = {md.getCheckpointId(), 1L, 2L};
+        int nextLong = 0;
+        Class<?>[] types = ctor.getParameterTypes();
+        for (int i = 0; i < types.length; i++) {
+            Class<?> t = types[i];
+            if (t == long.class) args[i] = longs[Math.min(nextLong++, 2)];
+            else if (t == org.apache.flink.api.common.JobID.class) args[i] = new org.apache.flink.api.common.JobID();
+            else if (t == java.util.Map.class) args[i] = ops;
+            else if (t == java.util.Collection.class) args[i] = new ArrayList<>(md.getMasterStates());
+            else if (t.isInstance(props)) args[i] = props;
+            else if (t.isInstance(location)) args[i] = location;
+            else if (t == boolean.class) args[i] = false;
+            else if (t == int.class) args[i] = 0;
+        }
+        Object cc = ctor.newInstance(args);
         Path file = Files.createTempDirectory("cs-ha-fixture").resolve("completedCheckpoint0123456789ab");
         try (java.io.OutputStream out = Files.newOutputStream(file)) {
             org.apache.flink.util.InstantiationUtil.serializeObject(out, cc);

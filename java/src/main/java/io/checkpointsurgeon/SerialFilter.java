@@ -1,0 +1,171 @@
+package io.checkpointsurgeon;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.ObjectInputFilter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The JEP 290 filter on every Java deserialization the tool does (HA {@code completedCheckpoint}
+ * files). Only the classes that a {@code CompletedCheckpoint} graph of a supported Flink version
+ * holds are resolved, each no deeper in the graph than real files have it (plus Flink's own
+ * {@code StateObject} implementations of its state and checkpoint packages, for handle kinds no
+ * fixture holds); everything else is refused before any of its code runs (no {@code readObject}, no constructor). Limits derived from
+ * the stream's size bound array lengths, references and bytes, so a small file cannot ask for a
+ * large allocation.
+ *
+ * <p>The allow-list is {@code serialization-allowlist.txt} next to this class (also read by the
+ * native check of the {@code CheckpointProperties} trailer of {@code _metadata}): one class a
+ * line with the deepest graph depth it may appear at. It was recorded from real HA files of every
+ * supported Flink version ({@code gradle -PrecordSerialClasses=DIR test}, see the README).
+ */
+final class SerialFilter implements ObjectInputFilter {
+    /** Records every class and depth instead of refusing unknown classes (limits still apply). */
+    static final String RECORD_PROPERTY = "checkpointsurgeon.serialFilter.record";
+    static final String ALLOWLIST = "serialization-allowlist.txt";
+
+    /** Generous for real graphs (the deepest recorded is far below), small enough to stop nesting bombs. */
+    static final long MAX_DEPTH = 64;
+
+    private static final Map<String, Integer> ALLOWED = load();
+
+    private final String file;
+    private final long streamLength;
+    private volatile String refused;
+
+    /** @param streamLength the length of the stream (the file), which bounds every count in it */
+    SerialFilter(String file, long streamLength) {
+        this.file = file;
+        this.streamLength = streamLength;
+    }
+
+    /** Why the filter refused the stream, or null. */
+    String refusal() {
+        return refused;
+    }
+
+    @Override
+    public Status checkInput(FilterInfo info) {
+        if (info.depth() > MAX_DEPTH) {
+            return reject("objects nested " + info.depth() + " deep (at most " + MAX_DEPTH + ")");
+        }
+        if (info.references() > streamLength + 1) {
+            return reject(info.references() + " object references in a stream of " + streamLength + " bytes");
+        }
+        if (info.streamBytes() > streamLength + 1) {
+            return reject("more than the stream's " + streamLength + " bytes read");
+        }
+        if (info.arrayLength() > streamLength) {
+            return reject("an array of " + info.arrayLength() + " elements in a stream of " + streamLength + " bytes");
+        }
+        Class<?> c = info.serialClass();
+        if (c == null) {
+            return Status.UNDECIDED;
+        }
+        while (c.isArray()) {
+            c = c.getComponentType();
+        }
+        if (c.isPrimitive()) {
+            return Status.ALLOWED;
+        }
+        String name = c.getName();
+        String record = System.getProperty(RECORD_PROPERTY);
+        if (record != null) {
+            Recorder.record(Path.of(record), name, info.depth());
+            return Status.ALLOWED;
+        }
+        Integer maxDepth = ALLOWED.get(name);
+        if (maxDepth == null && isFlinkStateObject(c)) {
+            // a state handle kind no fixture holds (changelog handles, for example): Flink's own
+            // StateObject implementations restore plain fields
+            maxDepth = (int) MAX_DEPTH - 8;
+        }
+        if (maxDepth == null) {
+            return reject("class " + name + ", which a CompletedCheckpoint does not hold (not in the allow-list)");
+        }
+        if (info.depth() > maxDepth + 8) {
+            return reject("class " + name + " nested " + info.depth() + " deep, where real files have it at most "
+                    + maxDepth + " deep");
+        }
+        return Status.ALLOWED;
+    }
+
+    /** A {@code StateObject} of Flink's own checkpoint and state packages (the class is not initialized). */
+    private static boolean isFlinkStateObject(Class<?> c) {
+        String n = c.getName();
+        if (!n.startsWith("org.apache.flink.runtime.state.") && !n.startsWith("org.apache.flink.runtime.checkpoint.")) {
+            return false;
+        }
+        try {
+            Class<?> stateObject = Class.forName("org.apache.flink.runtime.state.StateObject", false, c.getClassLoader());
+            return stateObject.isAssignableFrom(c);
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    private Status reject(String why) {
+        if (refused == null) {
+            refused = why;
+        }
+        return Status.REJECTED;
+    }
+
+    /** The message of a refusal: names the file and what was refused. */
+    CheckpointSurgeonException exception(Throwable cause) {
+        return new CheckpointSurgeonException("FORMAT", file + ": refused to deserialize " + refused + "; nothing"
+                + " of it was instantiated", cause);
+    }
+
+    /** Class name -> deepest allowed depth, from the allow-list resource. */
+    static Map<String, Integer> allowList() {
+        return ALLOWED;
+    }
+
+    private static Map<String, Integer> load() {
+        Map<String, Integer> m = new HashMap<>();
+        try (InputStream in = SerialFilter.class.getResourceAsStream(ALLOWLIST)) {
+            if (in == null) {
+                throw new IllegalStateException("resource " + ALLOWLIST + " is missing from the jar");
+            }
+            BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = r.readLine()) != null) {
+                line = line.trim();
+                if (line.isEmpty() || line.startsWith("#")) continue;
+                String[] f = line.split("\\s+");
+                m.put(f[0], f.length > 1 ? Integer.parseInt(f[1]) : (int) MAX_DEPTH);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return Collections.unmodifiableMap(m);
+    }
+
+    /** Appends {@code class depth} lines (the deepest seen per class) to the record file. */
+    private static final class Recorder {
+        private static final Map<String, Integer> SEEN = new ConcurrentHashMap<>();
+
+        static synchronized void record(Path file, String name, long depth) {
+            Integer old = SEEN.get(name);
+            if (old != null && old >= depth) return;
+            SEEN.put(name, (int) depth);
+            try {
+                Files.writeString(file, name + " " + depth + System.lineSeparator(), StandardCharsets.UTF_8,
+                        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
+}

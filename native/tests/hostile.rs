@@ -1,0 +1,100 @@
+//! Inputs no Flink wrote, generated here: each must give a clear format error with its offset,
+//! quickly and without building a model much larger than the input.
+
+use bytes::Bytes;
+use checkpoint_surgeon::metadata;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn header(version: i32, operators: i32) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&0x4960_672Du32.to_be_bytes());
+    v.extend_from_slice(&version.to_be_bytes());
+    v.extend_from_slice(&1i64.to_be_bytes()); // checkpoint id
+    v.extend_from_slice(&0i32.to_be_bytes()); // master states
+    v.extend_from_slice(&operators.to_be_bytes());
+    v
+}
+
+fn fixture_model(name: &str) -> metadata::CheckpointMetadata {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/1.15.4")
+        .join(name)
+        .join("_metadata");
+    metadata::parse(Bytes::from(std::fs::read(p).unwrap())).unwrap()
+}
+
+#[test]
+fn an_all_zero_body_is_refused_quickly_with_its_offset() {
+    // 100 MiB of zeros claiming as many operators as fit: the model would need far more memory.
+    let mut v = header(3, (100 << 20) / 29);
+    v.resize(v.len() + (100 << 20), 0);
+    let start = Instant::now();
+    let e = metadata::parse(Bytes::from(v)).unwrap_err().to_string();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        e.contains("at byte 24") && e.contains("plus 64 MiB of memory"),
+        "{e}"
+    );
+    // A count the memory allows: the first all-zero operator has parallelism 0 (after its id).
+    let mut v = header(3, 1000);
+    v.resize(v.len() + 1000 * 29, 0);
+    let e = metadata::parse(Bytes::from(v)).unwrap_err().to_string();
+    assert!(
+        e.contains("at byte 40") && e.contains("parallelism of at least 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn duplicate_operator_ids_are_refused_with_their_offset() {
+    let mut md = fixture_model("operator-state-inline");
+    let first = md.operators[0].clone();
+    md.operators.push(first);
+    let e = metadata::parse(Bytes::from(md.to_vec()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a distinct operator id"), "{e}");
+    assert!(e.contains("at byte "), "{e}");
+}
+
+#[test]
+fn parallelism_below_one_or_above_max_parallelism_is_refused() {
+    for (p, maxp) in [(0, 128), (-3, 128), (200, 128)] {
+        let mut md = fixture_model("operator-state-inline");
+        md.operators[1].parallelism = p;
+        md.operators[1].max_parallelism = maxp;
+        let e = metadata::parse(Bytes::from(md.to_vec()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("parallelism {p}, max parallelism {maxp}")),
+            "{e}"
+        );
+        assert!(e.contains("at byte "), "{e}");
+    }
+}
+
+#[test]
+fn a_model_larger_than_the_input_plus_64_mib_is_refused() {
+    // One valid operator whose 25 M subtask entries are all "finished" (4 bytes each): the model
+    // would need several times the input.
+    let n: i32 = 25_000_000;
+    let mut v = header(3, 1);
+    v.extend_from_slice(&[7u8; 16]); // operator id
+    v.extend_from_slice(&1i32.to_be_bytes());
+    v.extend_from_slice(&128i32.to_be_bytes());
+    v.push(0); // no coordinator state
+    v.extend_from_slice(&n.to_be_bytes());
+    for _ in 0..n {
+        v.extend_from_slice(&(-1i32).to_be_bytes());
+    }
+    let start = Instant::now();
+    let e = metadata::parse(Bytes::from(v)).unwrap_err().to_string();
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert!(e.contains("plus 64 MiB of memory"), "{e}");
+}

@@ -1,0 +1,100 @@
+package io.checkpointsurgeon.faults;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.io.DataInputStream;
+import java.io.File;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.apache.flink.runtime.checkpoint.Checkpoints;
+import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.junit.Assume;
+import org.junit.Test;
+
+/**
+ * A running job deletes or rewrites old checkpoints while the tool reads them: a big
+ * {@code _metadata} truncated by this (other) process at a random moment of {@code inspect}
+ * never crashes the JVM (no exit code of 134 or more, no hs_err file); the tool answers with its
+ * result or a clear error.
+ */
+public class TruncatedWhileReadTest {
+    @Test
+    public void truncatingTheInputDuringInspectNeverCrashesTheJvm() throws Exception {
+        Assume.assumeTrue("runs on 1.20.3 only", "1.20.3".equals(System.getProperty("flink.version")));
+        Path big = bigMetadata(48 << 20);
+        String jar = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
+                .filter(p -> p.endsWith("checkpoint-surgeon.jar")).findFirst().orElseThrow();
+        Random rnd = new Random(3);
+        int trials = Integer.getInteger("truncate.trials", 50), ok = 0, refused = 0;
+        long maxMillis = 1500;
+        for (int trial = 0; trial < trials; trial++) {
+            Path dir = Files.createTempDirectory("cs-truncate");
+            Path md = dir.resolve("_metadata");
+            Files.copy(big, md);
+            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar",
+                    jar, "inspect", dir.toString()).directory(dir.toFile()).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            long t0 = System.nanoTime();
+            Thread.sleep((long) (rnd.nextDouble() * maxMillis));
+            try (FileChannel ch = FileChannel.open(md, StandardOpenOption.WRITE)) {
+                ch.truncate((long) (rnd.nextDouble() * Files.size(md)));
+            }
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            if (trial < 3) maxMillis = Math.max(300, (System.nanoTime() - t0) / 1_000_000);
+            int code = p.exitValue();
+            assertTrue("trial " + trial + ": exit " + code, code < 134);
+            assertTrue("trial " + trial + ": exit " + code, code == 0 || code == 2);
+            if (code == 0) ok++;
+            else refused++;
+            try (Stream<Path> s = Files.list(dir)) {
+                List<Path> crashes = s.filter(f -> f.getFileName().toString().startsWith("hs_err"))
+                        .collect(Collectors.toList());
+                assertEquals("trial " + trial + ": no JVM crash file", List.of(), crashes);
+            }
+        }
+        System.out.printf("truncated during inspect: %d trials, read whole before the cut %d, refused with exit 2 %d,"
+                + " JVM crashes 0%n", trials, ok, refused);
+    }
+
+    /** A _metadata of at least {@code bytes}, written by Flink: an inline-state fixture's operators, many times. */
+    static Path bigMetadata(long bytes) throws Exception {
+        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-inline");
+        CheckpointMetadata md;
+        try (InputStream in = Files.newInputStream(fixture.resolve("_metadata"))) {
+            md = Checkpoints.loadCheckpointMetadata(new DataInputStream(in), TruncatedWhileReadTest.class.getClassLoader(),
+                    fixture.toString());
+        }
+        long perCopy = Files.size(fixture.resolve("_metadata"));
+        int copies = (int) (bytes / perCopy) + 1;
+        List<OperatorState> ops = new ArrayList<>();
+        for (int i = 0; i < copies; i++) {
+            for (OperatorState op : md.getOperatorStates()) {
+                OperatorState copy = new OperatorState(new OperatorID(), op.getParallelism(), op.getMaxParallelism());
+                for (java.util.Map.Entry<Integer, OperatorSubtaskState> e : op.getSubtaskStates().entrySet()) {
+                    copy.putState(e.getKey(), e.getValue());
+                }
+                ops.add(copy);
+            }
+        }
+        Path out = Files.createTempFile("cs-big", "_metadata");
+        try (OutputStream o = Files.newOutputStream(out)) {
+            Checkpoints.storeCheckpointMetadata(new CheckpointMetadata(md.getCheckpointId(), ops, md.getMasterStates(),
+                    md.getCheckpointProperties()), o);
+        }
+        return out;
+    }
+}
