@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds everything and runs all tests: Rust (cargo test --release), plain JUnit tests, the tests
-# against Flink 1.15.4, 1.20.3 and 2.3.0 and the Kafka incident test (gradle test), then a short
+# Builds everything and runs all tests: Rust (cargo test --release, and the same tests built for
+# aarch64 under qemu-user), plain JUnit tests and the Flink 1.15.4 tests on a Java 11 runtime, the
+# tests against Flink 1.20.3 and 2.3.0 and the Kafka incident test (gradle test), then a short
 # fuzz run of every fuzz target (FUZZ_SECONDS each, default 20; FUZZ_SECONDS=0 skips it).
 # Extra arguments are passed to gradle. The last line printed is "N passed, N failed".
 set -uo pipefail
@@ -10,9 +11,10 @@ cd "$(dirname "$0")"
 . scripts/tools.sh
 
 # Stale results must not be counted.
-rm -rf build/test-results build/cargo-test.log
+rm -rf build/test-results build/cargo-test.log build/cargo-test-aarch64.log
 
-gradle --no-daemon --continue test "$@"
+java11=$(scripts/java11.sh) || { echo "no Java 11 runtime for the Java 11 tests" >&2; exit 1; }
+gradle --no-daemon --continue -Pjava11="$java11" test "$@"
 gradle_rc=$?
 
 # A bounded fuzz smoke run (FUZZ_SECONDS per target; 0 skips it), counted as one test per target.
@@ -35,6 +37,13 @@ if [ -f build/cargo-test.log ]; then
         rust_passed=$((rust_passed + p))
         rust_failed=$((rust_failed + f))
     done < <(sed -n 's/.*test result: [A-Za-z]*\. \([0-9][0-9]*\) passed; \([0-9][0-9]*\) failed.*/\1 \2/p' build/cargo-test.log)
+fi
+# The same Rust tests built for aarch64 and run under qemu-user.
+if [ -f build/cargo-test-aarch64.log ]; then
+    while read -r p f; do
+        rust_passed=$((rust_passed + p))
+        rust_failed=$((rust_failed + f))
+    done < <(sed -n 's/.*test result: [A-Za-z]*\. \([0-9][0-9]*\) passed; \([0-9][0-9]*\) failed.*/\1 \2/p' build/cargo-test-aarch64.log)
 fi
 
 junit_tests=0

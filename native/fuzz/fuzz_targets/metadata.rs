@@ -10,7 +10,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(md) = metadata::parse(Bytes::copy_from_slice(data)) else {
         return;
     };
-    assert_eq!(md.to_vec(), data, "parse then write must give the identical bytes");
+    assert_eq!(
+        md.to_vec(),
+        data,
+        "parse then write must give the identical bytes"
+    );
     let _ = describe::describe(&md);
     // no directory: relative and absolute stream handles are refused, never read
     if let Ok(cp) = Checkpoint::from_bytes("fuzz", None, Bytes::copy_from_slice(data)) {

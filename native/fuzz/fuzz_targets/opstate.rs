@@ -25,7 +25,11 @@ fuzz_target!(|input: Input| {
             offsets: Offsets::from_slice(&offs.iter().map(|&o| o as i64).collect::<Vec<_>>()),
         })
         .collect();
-    let h = OperatorHandle { states, file_merging: None, delegate: None };
+    let h = OperatorHandle {
+        states,
+        file_merging: None,
+        delegate: None,
+    };
     let stream = Bytes::from(input.stream);
     if let Ok(header) = opstate::parse_header(&stream, &h) {
         assert!(header.data_start <= stream.len());

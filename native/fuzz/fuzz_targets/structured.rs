@@ -67,13 +67,19 @@ fuzz_target!(|input: Input| {
                 }
             }
             Edit::DuplicateOperator(i) => {
-                if let Some(op) = pick(&mut md.operators, i).cloned() {
-                    md.operators.push(op);
+                // a copy under a fresh id: two operators with one id are refused by the parser
+                if let Some(mut op) = pick(&mut md.operators, i).cloned() {
+                    let n = md.operators.len() as u64;
+                    op.id[..8].copy_from_slice(&(0xC5C5_0000_0000_0000u64 | n).to_be_bytes());
+                    if md.operators.iter().all(|o| o.id != op.id) {
+                        md.operators.push(op);
+                    }
                 }
             }
             Edit::SetParallelism(i, p) => {
+                // within what the parser accepts: 1 <= parallelism <= max parallelism
                 if let Some(op) = pick(&mut md.operators, i) {
-                    op.parallelism = p;
+                    op.parallelism = p.clamp(1, op.max_parallelism.max(1));
                 }
             }
             Edit::FinishSubtask(i, j) => {
@@ -101,7 +107,9 @@ fuzz_target!(|input: Input| {
             }),
             Edit::RenameState(i, j, k, name) => {
                 if name.encode_utf16().count() < 20_000 {
-                    with_state(&mut md, i, j, k, |h, pos| h.states[pos].name = JStr::new(&name))
+                    with_state(&mut md, i, j, k, |h, pos| {
+                        h.states[pos].name = JStr::new(&name)
+                    })
                 }
             }
             Edit::DropState(i, j, k) => with_state(&mut md, i, j, k, |h, pos| {
@@ -123,14 +131,16 @@ fuzz_target!(|input: Input| {
         }
     }
     let bytes = md.to_vec();
-    let again = metadata::parse(Bytes::from(bytes.clone())).expect("an edited model must parse back");
+    let again =
+        metadata::parse(Bytes::from(bytes.clone())).expect("an edited model must parse back");
     assert_eq!(again, md);
     let _ = describe::describe(&again);
     let cp = Checkpoint::from_bytes("fuzz", None, Bytes::from(bytes)).expect("parsed above");
     let _ = inspect::inspect(&cp).encode();
     if let Ok(req) = Request::parse("remove-state\tall\t\ttopic-partition-offset-states\n") {
         if let Ok(plan) = surgery::plan(&cp, &req, &mut || "new-file".to_string()) {
-            let again = metadata::parse(Bytes::from(plan.metadata.to_vec())).expect("planned model parses");
+            let again =
+                metadata::parse(Bytes::from(plan.metadata.to_vec())).expect("planned model parses");
             assert_eq!(again, plan.metadata);
         }
     }

@@ -15,10 +15,16 @@ fuzz_target!(|data: &[u8]| {
     let mut names = Vec::new();
     for op in &cp.metadata.operators {
         for (_, st) in op.subtask_states() {
-            for h in [st.managed_operator(), st.raw_operator()].into_iter().flatten() {
+            for h in [st.managed_operator(), st.raw_operator()]
+                .into_iter()
+                .flatten()
+            {
                 for s in &h.states {
                     let n = s.name.to_string();
-                    if !n.contains(['\t', '\n', '\r']) && !n.trim().is_empty() && !names.contains(&n) {
+                    if !n.contains(['\t', '\n', '\r'])
+                        && !n.trim().is_empty()
+                        && !names.contains(&n)
+                    {
                         names.push(n);
                     }
                 }
@@ -31,10 +37,13 @@ fuzz_target!(|data: &[u8]| {
             format!("depth\tmetadata-only\nremove-state\tall\t\t{name}\n"),
             format!("dedupe-union\tall\t\t{name}\n"),
         ] {
-            let Ok(req) = Request::parse(&req) else { continue };
+            let Ok(req) = Request::parse(&req) else {
+                continue;
+            };
             if let Ok(plan) = surgery::plan(&cp, &req, &mut || "new-file".to_string()) {
                 let bytes = plan.metadata.to_vec();
-                let again = metadata::parse(Bytes::from(bytes)).expect("a planned model must parse back");
+                let again =
+                    metadata::parse(Bytes::from(bytes)).expect("a planned model must parse back");
                 assert_eq!(again, plan.metadata);
             }
         }

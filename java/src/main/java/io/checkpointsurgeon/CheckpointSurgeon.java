@@ -195,7 +195,59 @@ public final class CheckpointSurgeon {
     }
 
     /** The job and checkpoint an HA file belongs to. */
-    public record HaFileInfo(Path file, String jobId, long checkpointId, long fileBytes, String checkpointPath) {}
+    public static final class HaFileInfo {
+        private final Path file;
+        private final String jobId;
+        private final long checkpointId;
+        private final long fileBytes;
+        private final String checkpointPath;
+
+        public HaFileInfo(Path file, String jobId, long checkpointId, long fileBytes, String checkpointPath) {
+            this.file = file;
+            this.jobId = jobId;
+            this.checkpointId = checkpointId;
+            this.fileBytes = fileBytes;
+            this.checkpointPath = checkpointPath;
+        }
+
+        public Path file() {
+            return file;
+        }
+
+        public String jobId() {
+            return jobId;
+        }
+
+        public long checkpointId() {
+            return checkpointId;
+        }
+
+        public long fileBytes() {
+            return fileBytes;
+        }
+
+        public String checkpointPath() {
+            return checkpointPath;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof HaFileInfo)) return false;
+            HaFileInfo that = (HaFileInfo) o;
+            return java.util.Objects.equals(file, that.file) && java.util.Objects.equals(jobId, that.jobId) && java.util.Objects.equals(checkpointId, that.checkpointId) && java.util.Objects.equals(fileBytes, that.fileBytes) && java.util.Objects.equals(checkpointPath, that.checkpointPath);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(file, jobId, checkpointId, fileBytes, checkpointPath);
+        }
+
+        @Override
+        public String toString() {
+            return "HaFileInfo[file=" + file + ", jobId=" + jobId + ", checkpointId=" + checkpointId + ", fileBytes=" + fileBytes + ", checkpointPath=" + checkpointPath + "]";
+        }
+    }
 
     public static HaFileInfo haFileInfo(Path haFile) throws CheckpointSurgeonException {
         HaCheckpoint ha = HaCheckpoint.read(haFile);
@@ -224,7 +276,47 @@ public final class CheckpointSurgeon {
     }
 
     /** What happened to one HA file in {@link #repairHa(List, Surgery)}. */
-    public record HaRepair(Path file, String status, SurgeryPlan plan) {}
+    public static final class HaRepair {
+        private final Path file;
+        private final String status;
+        private final SurgeryPlan plan;
+
+        public HaRepair(Path file, String status, SurgeryPlan plan) {
+            this.file = file;
+            this.status = status;
+            this.plan = plan;
+        }
+
+        public Path file() {
+            return file;
+        }
+
+        public String status() {
+            return status;
+        }
+
+        public SurgeryPlan plan() {
+            return plan;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof HaRepair)) return false;
+            HaRepair that = (HaRepair) o;
+            return java.util.Objects.equals(file, that.file) && java.util.Objects.equals(status, that.status) && java.util.Objects.equals(plan, that.plan);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(file, status, plan);
+        }
+
+        @Override
+        public String toString() {
+            return "HaRepair[file=" + file + ", status=" + status + ", plan=" + plan + "]";
+        }
+    }
 
     /**
      * Repairs several HA files all-or-nothing: every file is staged and validated first, then all
@@ -265,7 +357,59 @@ public final class CheckpointSurgeon {
      * is wrong, the command that fixes or examines it, and alternative commands (each one runnable
      * as it is).
      */
-    public record Finding(String severity, String code, String message, String fix, List<String> alternatives) {}
+    public static final class Finding {
+        private final String severity;
+        private final String code;
+        private final String message;
+        private final String fix;
+        private final List<String> alternatives;
+
+        public Finding(String severity, String code, String message, String fix, List<String> alternatives) {
+            this.severity = severity;
+            this.code = code;
+            this.message = message;
+            this.fix = fix;
+            this.alternatives = alternatives;
+        }
+
+        public String severity() {
+            return severity;
+        }
+
+        public String code() {
+            return code;
+        }
+
+        public String message() {
+            return message;
+        }
+
+        public String fix() {
+            return fix;
+        }
+
+        public List<String> alternatives() {
+            return alternatives;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Finding)) return false;
+            Finding that = (Finding) o;
+            return java.util.Objects.equals(severity, that.severity) && java.util.Objects.equals(code, that.code) && java.util.Objects.equals(message, that.message) && java.util.Objects.equals(fix, that.fix) && java.util.Objects.equals(alternatives, that.alternatives);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(severity, code, message, fix, alternatives);
+        }
+
+        @Override
+        public String toString() {
+            return "Finding[severity=" + severity + ", code=" + code + ", message=" + message + ", fix=" + fix + ", alternatives=" + alternatives + "]";
+        }
+    }
 
     /**
      * Finds what is wrong with a checkpoint or savepoint: a union state identical in every subtask

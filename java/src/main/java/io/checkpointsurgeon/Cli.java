@@ -113,7 +113,41 @@ public final class Cli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
-        public record Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {}
+        public static final class Result {
+            private final String path;
+            private final java.util.List<CheckpointSurgeon.Finding> findings;
+
+            public Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {
+                this.path = path;
+                this.findings = findings;
+            }
+
+            public String path() {
+                return path;
+            }
+
+            public java.util.List<CheckpointSurgeon.Finding> findings() {
+                return findings;
+            }
+
+            @Override
+            public boolean equals(Object o) {
+                if (this == o) return true;
+                if (!(o instanceof Result)) return false;
+                Result that = (Result) o;
+                return java.util.Objects.equals(path, that.path) && java.util.Objects.equals(findings, that.findings);
+            }
+
+            @Override
+            public int hashCode() {
+                return java.util.Objects.hash(path, findings);
+            }
+
+            @Override
+            public String toString() {
+                return "Result[path=" + path + ", findings=" + findings + "]";
+            }
+        }
 
         /** 4 when a finding at or above --fail-on was found, else 0. */
         private int exitCode(java.util.List<Result> results) {
@@ -328,7 +362,7 @@ public final class Cli {
                             && !f.getFileName().toString().contains(".backup-")
                             && !f.getFileName().toString().contains(".tmp-")
                             && java.nio.file.Files.isRegularFile(f))
-                    .sorted().toList();
+                    .sorted().collect(java.util.stream.Collectors.toList());
         } catch (java.io.IOException e) {
             throw new CheckpointSurgeonException("IO", p + ": " + e, e);
         }
@@ -346,7 +380,41 @@ public final class Cli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
-        public record Entry(CheckpointSurgeon.HaFileInfo file, java.util.List<String> unionStates) {}
+        public static final class Entry {
+            private final CheckpointSurgeon.HaFileInfo file;
+            private final java.util.List<String> unionStates;
+
+            public Entry(CheckpointSurgeon.HaFileInfo file, java.util.List<String> unionStates) {
+                this.file = file;
+                this.unionStates = unionStates;
+            }
+
+            public CheckpointSurgeon.HaFileInfo file() {
+                return file;
+            }
+
+            public java.util.List<String> unionStates() {
+                return unionStates;
+            }
+
+            @Override
+            public boolean equals(Object o) {
+                if (this == o) return true;
+                if (!(o instanceof Entry)) return false;
+                Entry that = (Entry) o;
+                return java.util.Objects.equals(file, that.file) && java.util.Objects.equals(unionStates, that.unionStates);
+            }
+
+            @Override
+            public int hashCode() {
+                return java.util.Objects.hash(file, unionStates);
+            }
+
+            @Override
+            public String toString() {
+                return "Entry[file=" + file + ", unionStates=" + unionStates + "]";
+            }
+        }
 
         @Override
         public Integer call() throws CheckpointSurgeonException {

@@ -364,9 +364,9 @@ final class FlinkFileSystems {
             return m.invoke(target, args);
         } catch (InvocationTargetException e) {
             Throwable c = e.getCause();
-            if (c instanceof IOException io) throw io;
-            if (c instanceof RuntimeException re) throw re;
-            if (c instanceof Error err) throw err;
+            if (c instanceof IOException) throw (IOException) c;
+            if (c instanceof RuntimeException) throw (RuntimeException) c;
+            if (c instanceof Error) throw (Error) c;
             throw new IOException(c);
         } catch (ReflectiveOperationException e) {
             throw new IOException("Flink's " + declaringType + "." + name + ": " + e, e);

@@ -13,28 +13,190 @@ import java.util.Map;
  * What a checkpoint, savepoint or HA metadata holds and how big it is, as the native inspector
  * reports it. Sizes are bytes; {@code -1} means unknown (the state stream could not be read).
  */
-public record InspectReport(
-        String source,
-        int metadataVersion,
-        long checkpointId,
-        long metadataBytes,
-        long propertiesBytes,
-        List<MasterStateInfo> masterStates,
-        List<OperatorInfo> operators) {
+public final class InspectReport {
+    private final String source;
+    private final int metadataVersion;
+    private final long checkpointId;
+    private final long metadataBytes;
+    private final long propertiesBytes;
+    private final List<MasterStateInfo> masterStates;
+    private final List<OperatorInfo> operators;
 
-    public record MasterStateInfo(String name, int version, long bytes) {}
+    public InspectReport(String source, int metadataVersion, long checkpointId, long metadataBytes, long propertiesBytes, List<MasterStateInfo> masterStates, List<OperatorInfo> operators) {
+        this.source = source;
+        this.metadataVersion = metadataVersion;
+        this.checkpointId = checkpointId;
+        this.metadataBytes = metadataBytes;
+        this.propertiesBytes = propertiesBytes;
+        this.masterStates = masterStates;
+        this.operators = operators;
+    }
+
+    public String source() {
+        return source;
+    }
+
+    public int metadataVersion() {
+        return metadataVersion;
+    }
+
+    public long checkpointId() {
+        return checkpointId;
+    }
+
+    public long metadataBytes() {
+        return metadataBytes;
+    }
+
+    public long propertiesBytes() {
+        return propertiesBytes;
+    }
+
+    public List<MasterStateInfo> masterStates() {
+        return masterStates;
+    }
+
+    public List<OperatorInfo> operators() {
+        return operators;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) return true;
+        if (!(o instanceof InspectReport)) return false;
+        InspectReport that = (InspectReport) o;
+        return java.util.Objects.equals(source, that.source) && java.util.Objects.equals(metadataVersion, that.metadataVersion) && java.util.Objects.equals(checkpointId, that.checkpointId) && java.util.Objects.equals(metadataBytes, that.metadataBytes) && java.util.Objects.equals(propertiesBytes, that.propertiesBytes) && java.util.Objects.equals(masterStates, that.masterStates) && java.util.Objects.equals(operators, that.operators);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(source, metadataVersion, checkpointId, metadataBytes, propertiesBytes, masterStates, operators);
+    }
+
+    @Override
+    public String toString() {
+        return "InspectReport[source=" + source + ", metadataVersion=" + metadataVersion + ", checkpointId=" + checkpointId + ", metadataBytes=" + metadataBytes + ", propertiesBytes=" + propertiesBytes + ", masterStates=" + masterStates + ", operators=" + operators + "]";
+    }
+
+    public static final class MasterStateInfo {
+        private final String name;
+        private final int version;
+        private final long bytes;
+
+        public MasterStateInfo(String name, int version, long bytes) {
+            this.name = name;
+            this.version = version;
+            this.bytes = bytes;
+        }
+
+        public String name() {
+            return name;
+        }
+
+        public int version() {
+            return version;
+        }
+
+        public long bytes() {
+            return bytes;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof MasterStateInfo)) return false;
+            MasterStateInfo that = (MasterStateInfo) o;
+            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(version, that.version) && java.util.Objects.equals(bytes, that.bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(name, version, bytes);
+        }
+
+        @Override
+        public String toString() {
+            return "MasterStateInfo[name=" + name + ", version=" + version + ", bytes=" + bytes + "]";
+        }
+    }
 
     /** One operator: id as Flink prints it, name and uid where the format stores them (V5+). */
-    public record OperatorInfo(
-            String id,
-            String name,
-            String uid,
-            int parallelism,
-            int maxParallelism,
-            long coordinatorStateBytes,
-            boolean fullyFinished,
-            int finishedSubtasks,
-            List<SubtaskInfo> subtasks) {
+    public static final class OperatorInfo {
+        private final String id;
+        private final String name;
+        private final String uid;
+        private final int parallelism;
+        private final int maxParallelism;
+        private final long coordinatorStateBytes;
+        private final boolean fullyFinished;
+        private final int finishedSubtasks;
+        private final List<SubtaskInfo> subtasks;
+
+        public OperatorInfo(String id, String name, String uid, int parallelism, int maxParallelism, long coordinatorStateBytes, boolean fullyFinished, int finishedSubtasks, List<SubtaskInfo> subtasks) {
+            this.id = id;
+            this.name = name;
+            this.uid = uid;
+            this.parallelism = parallelism;
+            this.maxParallelism = maxParallelism;
+            this.coordinatorStateBytes = coordinatorStateBytes;
+            this.fullyFinished = fullyFinished;
+            this.finishedSubtasks = finishedSubtasks;
+            this.subtasks = subtasks;
+        }
+
+        public String id() {
+            return id;
+        }
+
+        public String name() {
+            return name;
+        }
+
+        public String uid() {
+            return uid;
+        }
+
+        public int parallelism() {
+            return parallelism;
+        }
+
+        public int maxParallelism() {
+            return maxParallelism;
+        }
+
+        public long coordinatorStateBytes() {
+            return coordinatorStateBytes;
+        }
+
+        public boolean fullyFinished() {
+            return fullyFinished;
+        }
+
+        public int finishedSubtasks() {
+            return finishedSubtasks;
+        }
+
+        public List<SubtaskInfo> subtasks() {
+            return subtasks;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof OperatorInfo)) return false;
+            OperatorInfo that = (OperatorInfo) o;
+            return java.util.Objects.equals(id, that.id) && java.util.Objects.equals(name, that.name) && java.util.Objects.equals(uid, that.uid) && java.util.Objects.equals(parallelism, that.parallelism) && java.util.Objects.equals(maxParallelism, that.maxParallelism) && java.util.Objects.equals(coordinatorStateBytes, that.coordinatorStateBytes) && java.util.Objects.equals(fullyFinished, that.fullyFinished) && java.util.Objects.equals(finishedSubtasks, that.finishedSubtasks) && java.util.Objects.equals(subtasks, that.subtasks);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(id, name, uid, parallelism, maxParallelism, coordinatorStateBytes, fullyFinished, finishedSubtasks, subtasks);
+        }
+
+        @Override
+        public String toString() {
+            return "OperatorInfo[id=" + id + ", name=" + name + ", uid=" + uid + ", parallelism=" + parallelism + ", maxParallelism=" + maxParallelism + ", coordinatorStateBytes=" + coordinatorStateBytes + ", fullyFinished=" + fullyFinished + ", finishedSubtasks=" + finishedSubtasks + ", subtasks=" + subtasks + "]";
+        }
 
         /** Every state name of this operator, summed over its subtasks' managed operator state. */
         public List<StateTotal> stateTotals() {
@@ -71,7 +233,7 @@ public record InspectReport(
             Map<String, List<KafkaOffset>> out = new LinkedHashMap<>();
             acc.forEach((state, m) -> out.put(state, m.entrySet().stream()
                     .map(e -> new KafkaOffset((String) e.getKey().get(0), (Integer) e.getKey().get(1),
-                            (Long) e.getKey().get(2), e.getValue()[0])).toList()));
+                            (Long) e.getKey().get(2), e.getValue()[0])).collect(java.util.stream.Collectors.toList())));
             return out;
         }
 
@@ -93,25 +255,140 @@ public record InspectReport(
             }
             return sum;
         }
+
     }
 
     /** A state name summed over subtasks; {@code handles} counts the subtasks that carry it. */
-    public record StateTotal(String name, String mode, long elements, long bytes, int handles) {
+    public static final class StateTotal {
+        private final String name;
+        private final String mode;
+        private final long elements;
+        private final long bytes;
+        private final int handles;
+
+        public StateTotal(String name, String mode, long elements, long bytes, int handles) {
+            this.name = name;
+            this.mode = mode;
+            this.elements = elements;
+            this.bytes = bytes;
+            this.handles = handles;
+        }
+
+        public String name() {
+            return name;
+        }
+
+        public String mode() {
+            return mode;
+        }
+
+        public long elements() {
+            return elements;
+        }
+
+        public long bytes() {
+            return bytes;
+        }
+
+        public int handles() {
+            return handles;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof StateTotal)) return false;
+            StateTotal that = (StateTotal) o;
+            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(mode, that.mode) && java.util.Objects.equals(elements, that.elements) && java.util.Objects.equals(bytes, that.bytes) && java.util.Objects.equals(handles, that.handles);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(name, mode, elements, bytes, handles);
+        }
+
+        @Override
+        public String toString() {
+            return "StateTotal[name=" + name + ", mode=" + mode + ", elements=" + elements + ", bytes=" + bytes + ", handles=" + handles + "]";
+        }
+
         StateTotal plus(StateTotal o) {
             long b = bytes < 0 || o.bytes < 0 ? -1 : bytes + o.bytes;
             return new StateTotal(name, mode, elements + o.elements, b, handles + o.handles);
         }
+
     }
 
-    public record SubtaskInfo(
-            int index,
-            OperatorStateHandleInfo managedOperatorState,
-            OperatorStateHandleInfo rawOperatorState,
-            KeyedStateHandleInfo managedKeyedState,
-            KeyedStateHandleInfo rawKeyedState,
-            int inputChannelHandles,
-            int outputChannelHandles,
-            long channelStateBytes) {
+    public static final class SubtaskInfo {
+        private final int index;
+        private final OperatorStateHandleInfo managedOperatorState;
+        private final OperatorStateHandleInfo rawOperatorState;
+        private final KeyedStateHandleInfo managedKeyedState;
+        private final KeyedStateHandleInfo rawKeyedState;
+        private final int inputChannelHandles;
+        private final int outputChannelHandles;
+        private final long channelStateBytes;
+
+        public SubtaskInfo(int index, OperatorStateHandleInfo managedOperatorState, OperatorStateHandleInfo rawOperatorState, KeyedStateHandleInfo managedKeyedState, KeyedStateHandleInfo rawKeyedState, int inputChannelHandles, int outputChannelHandles, long channelStateBytes) {
+            this.index = index;
+            this.managedOperatorState = managedOperatorState;
+            this.rawOperatorState = rawOperatorState;
+            this.managedKeyedState = managedKeyedState;
+            this.rawKeyedState = rawKeyedState;
+            this.inputChannelHandles = inputChannelHandles;
+            this.outputChannelHandles = outputChannelHandles;
+            this.channelStateBytes = channelStateBytes;
+        }
+
+        public int index() {
+            return index;
+        }
+
+        public OperatorStateHandleInfo managedOperatorState() {
+            return managedOperatorState;
+        }
+
+        public OperatorStateHandleInfo rawOperatorState() {
+            return rawOperatorState;
+        }
+
+        public KeyedStateHandleInfo managedKeyedState() {
+            return managedKeyedState;
+        }
+
+        public KeyedStateHandleInfo rawKeyedState() {
+            return rawKeyedState;
+        }
+
+        public int inputChannelHandles() {
+            return inputChannelHandles;
+        }
+
+        public int outputChannelHandles() {
+            return outputChannelHandles;
+        }
+
+        public long channelStateBytes() {
+            return channelStateBytes;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof SubtaskInfo)) return false;
+            SubtaskInfo that = (SubtaskInfo) o;
+            return java.util.Objects.equals(index, that.index) && java.util.Objects.equals(managedOperatorState, that.managedOperatorState) && java.util.Objects.equals(rawOperatorState, that.rawOperatorState) && java.util.Objects.equals(managedKeyedState, that.managedKeyedState) && java.util.Objects.equals(rawKeyedState, that.rawKeyedState) && java.util.Objects.equals(inputChannelHandles, that.inputChannelHandles) && java.util.Objects.equals(outputChannelHandles, that.outputChannelHandles) && java.util.Objects.equals(channelStateBytes, that.channelStateBytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(index, managedOperatorState, rawOperatorState, managedKeyedState, rawKeyedState, inputChannelHandles, outputChannelHandles, channelStateBytes);
+        }
+
+        @Override
+        public String toString() {
+            return "SubtaskInfo[index=" + index + ", managedOperatorState=" + managedOperatorState + ", rawOperatorState=" + rawOperatorState + ", managedKeyedState=" + managedKeyedState + ", rawKeyedState=" + rawKeyedState + ", inputChannelHandles=" + inputChannelHandles + ", outputChannelHandles=" + outputChannelHandles + ", channelStateBytes=" + channelStateBytes + "]";
+        }
 
         public List<OperatorStateHandleInfo> operatorStateHandles() {
             List<OperatorStateHandleInfo> l = new ArrayList<>(2);
@@ -119,6 +396,7 @@ public record InspectReport(
             if (rawOperatorState != null) l.add(rawOperatorState);
             return l;
         }
+
     }
 
     /**
@@ -126,34 +404,255 @@ public record InspectReport(
      * ByteStreamStateHandle inside {@code _metadata}), the stream header's proxy version, and its
      * states. {@code streamError} says why the stream could not be read; empty when it was.
      */
-    public record OperatorStateHandleInfo(
-            String kind,
-            String delegateKind,
-            String location,
-            long delegateSize,
-            boolean inline,
-            int proxyVersion,
-            boolean compressed,
-            String streamError,
-            long headerBytes,
-            List<StateInfo> states) {}
+    public static final class OperatorStateHandleInfo {
+        private final String kind;
+        private final String delegateKind;
+        private final String location;
+        private final long delegateSize;
+        private final boolean inline;
+        private final int proxyVersion;
+        private final boolean compressed;
+        private final String streamError;
+        private final long headerBytes;
+        private final List<StateInfo> states;
+
+        public OperatorStateHandleInfo(String kind, String delegateKind, String location, long delegateSize, boolean inline, int proxyVersion, boolean compressed, String streamError, long headerBytes, List<StateInfo> states) {
+            this.kind = kind;
+            this.delegateKind = delegateKind;
+            this.location = location;
+            this.delegateSize = delegateSize;
+            this.inline = inline;
+            this.proxyVersion = proxyVersion;
+            this.compressed = compressed;
+            this.streamError = streamError;
+            this.headerBytes = headerBytes;
+            this.states = states;
+        }
+
+        public String kind() {
+            return kind;
+        }
+
+        public String delegateKind() {
+            return delegateKind;
+        }
+
+        public String location() {
+            return location;
+        }
+
+        public long delegateSize() {
+            return delegateSize;
+        }
+
+        public boolean inline() {
+            return inline;
+        }
+
+        public int proxyVersion() {
+            return proxyVersion;
+        }
+
+        public boolean compressed() {
+            return compressed;
+        }
+
+        public String streamError() {
+            return streamError;
+        }
+
+        public long headerBytes() {
+            return headerBytes;
+        }
+
+        public List<StateInfo> states() {
+            return states;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof OperatorStateHandleInfo)) return false;
+            OperatorStateHandleInfo that = (OperatorStateHandleInfo) o;
+            return java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(delegateKind, that.delegateKind) && java.util.Objects.equals(location, that.location) && java.util.Objects.equals(delegateSize, that.delegateSize) && java.util.Objects.equals(inline, that.inline) && java.util.Objects.equals(proxyVersion, that.proxyVersion) && java.util.Objects.equals(compressed, that.compressed) && java.util.Objects.equals(streamError, that.streamError) && java.util.Objects.equals(headerBytes, that.headerBytes) && java.util.Objects.equals(states, that.states);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(kind, delegateKind, location, delegateSize, inline, proxyVersion, compressed, streamError, headerBytes, states);
+        }
+
+        @Override
+        public String toString() {
+            return "OperatorStateHandleInfo[kind=" + kind + ", delegateKind=" + delegateKind + ", location=" + location + ", delegateSize=" + delegateSize + ", inline=" + inline + ", proxyVersion=" + proxyVersion + ", compressed=" + compressed + ", streamError=" + streamError + ", headerBytes=" + headerBytes + ", states=" + states + "]";
+        }
+    }
 
     /**
      * One state in a handle: its distribution mode, element count, element bytes, value serializer
      * snapshot class, how many distinct element values it has (-1 if unknown) and an
      * order-independent digest of the values (equal contents give equal digests).
      */
-    public record StateInfo(String name, String mode, long elements, long bytes, String serializer,
-                            long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {}
+    public static final class StateInfo {
+        private final String name;
+        private final String mode;
+        private final long elements;
+        private final long bytes;
+        private final String serializer;
+        private final long distinctElements;
+        private final long digest;
+        private final List<KafkaOffset> kafkaOffsets;
+
+        public StateInfo(String name, String mode, long elements, long bytes, String serializer, long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {
+            this.name = name;
+            this.mode = mode;
+            this.elements = elements;
+            this.bytes = bytes;
+            this.serializer = serializer;
+            this.distinctElements = distinctElements;
+            this.digest = digest;
+            this.kafkaOffsets = kafkaOffsets;
+        }
+
+        public String name() {
+            return name;
+        }
+
+        public String mode() {
+            return mode;
+        }
+
+        public long elements() {
+            return elements;
+        }
+
+        public long bytes() {
+            return bytes;
+        }
+
+        public String serializer() {
+            return serializer;
+        }
+
+        public long distinctElements() {
+            return distinctElements;
+        }
+
+        public long digest() {
+            return digest;
+        }
+
+        public List<KafkaOffset> kafkaOffsets() {
+            return kafkaOffsets;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof StateInfo)) return false;
+            StateInfo that = (StateInfo) o;
+            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(mode, that.mode) && java.util.Objects.equals(elements, that.elements) && java.util.Objects.equals(bytes, that.bytes) && java.util.Objects.equals(serializer, that.serializer) && java.util.Objects.equals(distinctElements, that.distinctElements) && java.util.Objects.equals(digest, that.digest) && java.util.Objects.equals(kafkaOffsets, that.kafkaOffsets);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(name, mode, elements, bytes, serializer, distinctElements, digest, kafkaOffsets);
+        }
+
+        @Override
+        public String toString() {
+            return "StateInfo[name=" + name + ", mode=" + mode + ", elements=" + elements + ", bytes=" + bytes + ", serializer=" + serializer + ", distinctElements=" + distinctElements + ", digest=" + digest + ", kafkaOffsets=" + kafkaOffsets + "]";
+        }
+    }
 
     /**
      * A Kafka source position decoded natively from {@code topic-partition-offset-states} (the
      * legacy FlinkKafkaConsumer) or {@code SourceReaderState} (KafkaSource splits; the offset is
      * the next one to read), with how many elements hold it.
      */
-    public record KafkaOffset(String topic, int partition, long offset, long count) {}
+    public static final class KafkaOffset {
+        private final String topic;
+        private final int partition;
+        private final long offset;
+        private final long count;
 
-    public record KeyedStateHandleInfo(String kind, long stateSize) {}
+        public KafkaOffset(String topic, int partition, long offset, long count) {
+            this.topic = topic;
+            this.partition = partition;
+            this.offset = offset;
+            this.count = count;
+        }
+
+        public String topic() {
+            return topic;
+        }
+
+        public int partition() {
+            return partition;
+        }
+
+        public long offset() {
+            return offset;
+        }
+
+        public long count() {
+            return count;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof KafkaOffset)) return false;
+            KafkaOffset that = (KafkaOffset) o;
+            return java.util.Objects.equals(topic, that.topic) && java.util.Objects.equals(partition, that.partition) && java.util.Objects.equals(offset, that.offset) && java.util.Objects.equals(count, that.count);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(topic, partition, offset, count);
+        }
+
+        @Override
+        public String toString() {
+            return "KafkaOffset[topic=" + topic + ", partition=" + partition + ", offset=" + offset + ", count=" + count + "]";
+        }
+    }
+
+    public static final class KeyedStateHandleInfo {
+        private final String kind;
+        private final long stateSize;
+
+        public KeyedStateHandleInfo(String kind, long stateSize) {
+            this.kind = kind;
+            this.stateSize = stateSize;
+        }
+
+        public String kind() {
+            return kind;
+        }
+
+        public long stateSize() {
+            return stateSize;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof KeyedStateHandleInfo)) return false;
+            KeyedStateHandleInfo that = (KeyedStateHandleInfo) o;
+            return java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(stateSize, that.stateSize);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(kind, stateSize);
+        }
+
+        @Override
+        public String toString() {
+            return "KeyedStateHandleInfo[kind=" + kind + ", stateSize=" + stateSize + "]";
+        }
+    }
 
     public long totalOperatorStateBytes() {
         return operators.stream().mapToLong(OperatorInfo::operatorStateBytes).sum();

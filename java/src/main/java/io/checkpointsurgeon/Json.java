@@ -1,9 +1,15 @@
 package io.checkpointsurgeon;
 
-import java.lang.reflect.RecordComponent;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.lang.reflect.Parameter;
 import java.util.Collection;
 
-/** A minimal JSON writer for the report records: components become fields, in declaration order. */
+/**
+ * A minimal JSON writer for the report value classes: the parameters of a class's widest
+ * constructor (compiled with {@code -parameters}) become fields, in their order, read from the
+ * fields of the same names.
+ */
 final class Json {
     private Json() {}
 
@@ -16,11 +22,12 @@ final class Json {
     private static void write(StringBuilder sb, Object v, int indent) {
         if (v == null) {
             sb.append("null");
-        } else if (v instanceof String s) {
-            string(sb, s);
+        } else if (v instanceof String) {
+            string(sb, (String) v);
         } else if (v instanceof Number || v instanceof Boolean) {
             sb.append(v);
-        } else if (v instanceof Collection<?> c) {
+        } else if (v instanceof Collection<?>) {
+            Collection<?> c = (Collection<?>) v;
             if (c.isEmpty()) {
                 sb.append("[]");
                 return;
@@ -34,25 +41,39 @@ final class Json {
             }
             pad(sb, indent);
             sb.append(']');
-        } else if (v.getClass().isRecord()) {
-            RecordComponent[] rc = v.getClass().getRecordComponents();
+        } else if (v.getClass().getName().startsWith("io.checkpointsurgeon.")) {
+            Parameter[] ps = components(v.getClass());
             sb.append("{\n");
-            for (int i = 0; i < rc.length; i++) {
+            for (int i = 0; i < ps.length; i++) {
                 pad(sb, indent + 1);
-                string(sb, rc[i].getName());
+                string(sb, ps[i].getName());
                 sb.append(": ");
                 try {
-                    write(sb, rc[i].getAccessor().invoke(v), indent + 1);
+                    Field f = v.getClass().getDeclaredField(ps[i].getName());
+                    f.setAccessible(true);
+                    write(sb, f.get(v), indent + 1);
                 } catch (ReflectiveOperationException e) {
-                    throw new IllegalStateException(e);
+                    throw new IllegalStateException(v.getClass() + " is no value class for JSON", e);
                 }
-                sb.append(i + 1 < rc.length ? ",\n" : "\n");
+                sb.append(i + 1 < ps.length ? ",\n" : "\n");
             }
             pad(sb, indent);
             sb.append('}');
         } else {
             string(sb, v.toString());
         }
+    }
+
+    private static Parameter[] components(Class<?> c) {
+        Constructor<?> widest = null;
+        for (Constructor<?> k : c.getDeclaredConstructors()) {
+            if (widest == null || k.getParameterCount() > widest.getParameterCount()) widest = k;
+        }
+        Parameter[] ps = widest == null ? new Parameter[0] : widest.getParameters();
+        if (ps.length > 0 && !ps[0].isNamePresent()) {
+            throw new IllegalStateException(c + ": compile with -parameters for JSON field names");
+        }
+        return ps;
     }
 
     private static void pad(StringBuilder sb, int indent) {
@@ -63,17 +84,13 @@ final class Json {
         sb.append('"');
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
-            switch (c) {
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                case '\n' -> sb.append("\\n");
-                case '\r' -> sb.append("\\r");
-                case '\t' -> sb.append("\\t");
-                default -> {
-                    if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
-                    else sb.append(c);
-                }
-            }
+            if (c == '"') sb.append("\\\"");
+            else if (c == '\\') sb.append("\\\\");
+            else if (c == '\n') sb.append("\\n");
+            else if (c == '\r') sb.append("\\r");
+            else if (c == '\t') sb.append("\\t");
+            else if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
+            else sb.append(c);
         }
         sb.append('"');
     }

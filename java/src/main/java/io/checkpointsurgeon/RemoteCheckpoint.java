@@ -124,7 +124,59 @@ final class RemoteCheckpoint implements AutoCloseable {
     }
 
     /** One file-backed stream handle, as {@code NativeBridge.stateFiles} lists it. */
-    record StateFile(boolean operatorState, String kind, String path, long start, long size) {}
+    static final class StateFile {
+        private final boolean operatorState;
+        private final String kind;
+        private final String path;
+        private final long start;
+        private final long size;
+
+        StateFile(boolean operatorState, String kind, String path, long start, long size) {
+            this.operatorState = operatorState;
+            this.kind = kind;
+            this.path = path;
+            this.start = start;
+            this.size = size;
+        }
+
+        public boolean operatorState() {
+            return operatorState;
+        }
+
+        public String kind() {
+            return kind;
+        }
+
+        public String path() {
+            return path;
+        }
+
+        public long start() {
+            return start;
+        }
+
+        public long size() {
+            return size;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof StateFile)) return false;
+            StateFile that = (StateFile) o;
+            return java.util.Objects.equals(operatorState, that.operatorState) && java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(path, that.path) && java.util.Objects.equals(start, that.start) && java.util.Objects.equals(size, that.size);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(operatorState, kind, path, start, size);
+        }
+
+        @Override
+        public String toString() {
+            return "StateFile[operatorState=" + operatorState + ", kind=" + kind + ", path=" + path + ", start=" + start + ", size=" + size + "]";
+        }
+    }
 
     static List<StateFile> stateFiles(byte[] metadata) throws CheckpointSurgeonException {
         List<StateFile> out = new ArrayList<>();
@@ -143,22 +195,15 @@ final class RemoteCheckpoint implements AutoCloseable {
         Map<String, List<long[]>> ranges = new LinkedHashMap<>();
         for (StateFile f : stateFiles(metadata)) {
             if (!f.operatorState()) continue;
-            switch (f.kind()) {
-                case "relative" -> {
-                    checkPlainName(f.path());
-                    whole.put(dir + "/" + f.path(), mirrorDir.resolve(f.path()));
-                    mirroredRelative.add(f.path());
-                }
-                case "file" -> {
-                    Path local = localFor(f.path());
-                    if (local != null) whole.put(f.path(), local);
-                }
-                case "segment" -> {
-                    if (localFor(f.path()) != null) {
-                        ranges.computeIfAbsent(f.path(), k -> new ArrayList<>()).add(new long[] {f.start(), f.size()});
-                    }
-                }
-                default -> { }
+            if (f.kind().equals("relative")) {
+                checkPlainName(f.path());
+                whole.put(dir + "/" + f.path(), mirrorDir.resolve(f.path()));
+                mirroredRelative.add(f.path());
+            } else if (f.kind().equals("file")) {
+                Path local = localFor(f.path());
+                if (local != null) whole.put(f.path(), local);
+            } else if (f.kind().equals("segment") && localFor(f.path()) != null) {
+                ranges.computeIfAbsent(f.path(), k -> new ArrayList<>()).add(new long[] {f.start(), f.size()});
             }
         }
         long[] bytes = new long[1];
@@ -202,7 +247,7 @@ final class RemoteCheckpoint implements AutoCloseable {
     @Override
     public void close() {
         try (Stream<Path> s = Files.walk(mirrorRoot)) {
-            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).collect(java.util.stream.Collectors.toList())) {
                 Files.deleteIfExists(p);
             }
         } catch (IOException ignored) {
@@ -464,8 +509,8 @@ final class RemoteCheckpoint implements AutoCloseable {
                 } catch (ExecutionException e) {
                     for (Future<?> other : futures) other.cancel(true);
                     Throwable c = e.getCause();
-                    if (c instanceof IOException io) throw io;
-                    if (c instanceof RuntimeException re) throw re;
+                    if (c instanceof IOException) throw (IOException) c;
+                    if (c instanceof RuntimeException) throw (RuntimeException) c;
                     throw new IOException(c);
                 }
             }

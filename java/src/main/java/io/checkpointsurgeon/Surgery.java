@@ -12,13 +12,39 @@ import java.util.Objects;
 public final class Surgery {
 
     /** Which operators an operation applies to. */
-    public record OperatorSelector(String kind, String value) {
-        public OperatorSelector {
+    public static final class OperatorSelector {
+        private final String kind;
+        private final String value;
+
+        public OperatorSelector(String kind, String value) {
             Objects.requireNonNull(kind, "kind");
             value = value == null ? "" : value;
             if (value.indexOf('\t') >= 0 || value.indexOf('\n') >= 0) {
                 throw new IllegalArgumentException("selector contains a tab or newline: " + value);
             }
+            this.kind = kind;
+            this.value = value;
+        }
+
+        public String kind() {
+            return kind;
+        }
+
+        public String value() {
+            return value;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof OperatorSelector)) return false;
+            OperatorSelector that = (OperatorSelector) o;
+            return java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(value, that.value);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(kind, value);
         }
 
         /** Every operator that holds the state. */
@@ -49,6 +75,7 @@ public final class Surgery {
         public String toString() {
             return kind.equals("all") ? "all operators" : kind + " " + value;
         }
+
     }
 
     private final List<String> lines = new ArrayList<>();

@@ -12,35 +12,258 @@ import java.util.List;
  *
  * @param depth {@code purge} or {@code metadata-only}
  */
-public record SurgeryPlan(
-        String source,
-        String depth,
-        long metadataBytesBefore,
-        long metadataBytesAfter,
-        List<Change> changes,
-        List<NewStream> newStreams,
-        Result result) {
+public final class SurgeryPlan {
+    private final String source;
+    private final String depth;
+    private final long metadataBytesBefore;
+    private final long metadataBytesAfter;
+    private final List<Change> changes;
+    private final List<NewStream> newStreams;
+    private final Result result;
+
+    public SurgeryPlan(String source, String depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result) {
+        this.source = source;
+        this.depth = depth;
+        this.metadataBytesBefore = metadataBytesBefore;
+        this.metadataBytesAfter = metadataBytesAfter;
+        this.changes = changes;
+        this.newStreams = newStreams;
+        this.result = result;
+    }
+
+    public String source() {
+        return source;
+    }
+
+    public String depth() {
+        return depth;
+    }
+
+    public long metadataBytesBefore() {
+        return metadataBytesBefore;
+    }
+
+    public long metadataBytesAfter() {
+        return metadataBytesAfter;
+    }
+
+    public List<Change> changes() {
+        return changes;
+    }
+
+    public List<NewStream> newStreams() {
+        return newStreams;
+    }
+
+    public Result result() {
+        return result;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) return true;
+        if (!(o instanceof SurgeryPlan)) return false;
+        SurgeryPlan that = (SurgeryPlan) o;
+        return java.util.Objects.equals(source, that.source) && java.util.Objects.equals(depth, that.depth) && java.util.Objects.equals(metadataBytesBefore, that.metadataBytesBefore) && java.util.Objects.equals(metadataBytesAfter, that.metadataBytesAfter) && java.util.Objects.equals(changes, that.changes) && java.util.Objects.equals(newStreams, that.newStreams) && java.util.Objects.equals(result, that.result);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result);
+    }
+
+    @Override
+    public String toString() {
+        return "SurgeryPlan[source=" + source + ", depth=" + depth + ", metadataBytesBefore=" + metadataBytesBefore + ", metadataBytesAfter=" + metadataBytesAfter + ", changes=" + changes + ", newStreams=" + newStreams + ", result=" + result + "]";
+    }
 
     /**
      * One state handle (or operator) the surgery changes. {@code subtask} is -1 for a whole
      * operator. {@code action}: {@code purge-state}, {@code drop-map-entry}, {@code dedupe-union},
      * {@code remove-operator}.
      */
-    public record Change(String operatorId, int subtask, String state, String action,
-                         long elementsBefore, long elementsAfter, long bytesRemoved) {}
+    public static final class Change {
+        private final String operatorId;
+        private final int subtask;
+        private final String state;
+        private final String action;
+        private final long elementsBefore;
+        private final long elementsAfter;
+        private final long bytesRemoved;
+
+        public Change(String operatorId, int subtask, String state, String action, long elementsBefore, long elementsAfter, long bytesRemoved) {
+            this.operatorId = operatorId;
+            this.subtask = subtask;
+            this.state = state;
+            this.action = action;
+            this.elementsBefore = elementsBefore;
+            this.elementsAfter = elementsAfter;
+            this.bytesRemoved = bytesRemoved;
+        }
+
+        public String operatorId() {
+            return operatorId;
+        }
+
+        public int subtask() {
+            return subtask;
+        }
+
+        public String state() {
+            return state;
+        }
+
+        public String action() {
+            return action;
+        }
+
+        public long elementsBefore() {
+            return elementsBefore;
+        }
+
+        public long elementsAfter() {
+            return elementsAfter;
+        }
+
+        public long bytesRemoved() {
+            return bytesRemoved;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Change)) return false;
+            Change that = (Change) o;
+            return java.util.Objects.equals(operatorId, that.operatorId) && java.util.Objects.equals(subtask, that.subtask) && java.util.Objects.equals(state, that.state) && java.util.Objects.equals(action, that.action) && java.util.Objects.equals(elementsBefore, that.elementsBefore) && java.util.Objects.equals(elementsAfter, that.elementsAfter) && java.util.Objects.equals(bytesRemoved, that.bytesRemoved);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(operatorId, subtask, state, action, elementsBefore, elementsAfter, bytesRemoved);
+        }
+
+        @Override
+        public String toString() {
+            return "Change[operatorId=" + operatorId + ", subtask=" + subtask + ", state=" + state + ", action=" + action + ", elementsBefore=" + elementsBefore + ", elementsAfter=" + elementsAfter + ", bytesRemoved=" + bytesRemoved + "]";
+        }
+    }
 
     /** A rewritten state stream: a new file name, or empty for an inline stream in _metadata. */
-    public record NewStream(String fileName, String replaces, long bytes) {}
+    public static final class NewStream {
+        private final String fileName;
+        private final String replaces;
+        private final long bytes;
+
+        public NewStream(String fileName, String replaces, long bytes) {
+            this.fileName = fileName;
+            this.replaces = replaces;
+            this.bytes = bytes;
+        }
+
+        public String fileName() {
+            return fileName;
+        }
+
+        public String replaces() {
+            return replaces;
+        }
+
+        public long bytes() {
+            return bytes;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof NewStream)) return false;
+            NewStream that = (NewStream) o;
+            return java.util.Objects.equals(fileName, that.fileName) && java.util.Objects.equals(replaces, that.replaces) && java.util.Objects.equals(bytes, that.bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(fileName, replaces, bytes);
+        }
+
+        @Override
+        public String toString() {
+            return "NewStream[fileName=" + fileName + ", replaces=" + replaces + ", bytes=" + bytes + "]";
+        }
+    }
 
     /**
      * What {@code apply} wrote. {@code flinkValidation} says how Flink's own loader judged the
      * new {@code _metadata} ("loaded by Flink x.y: N operators", or why it was not run).
      */
-    public record Result(String metadataPath, long metadataBytes, List<String> written, List<String> linked,
-                         List<String> copied, String backup, String flinkValidation) {
+    public static final class Result {
+        private final String metadataPath;
+        private final long metadataBytes;
+        private final List<String> written;
+        private final List<String> linked;
+        private final List<String> copied;
+        private final String backup;
+        private final String flinkValidation;
+
+        public Result(String metadataPath, long metadataBytes, List<String> written, List<String> linked, List<String> copied, String backup, String flinkValidation) {
+            this.metadataPath = metadataPath;
+            this.metadataBytes = metadataBytes;
+            this.written = written;
+            this.linked = linked;
+            this.copied = copied;
+            this.backup = backup;
+            this.flinkValidation = flinkValidation;
+        }
+
+        public String metadataPath() {
+            return metadataPath;
+        }
+
+        public long metadataBytes() {
+            return metadataBytes;
+        }
+
+        public List<String> written() {
+            return written;
+        }
+
+        public List<String> linked() {
+            return linked;
+        }
+
+        public List<String> copied() {
+            return copied;
+        }
+
+        public String backup() {
+            return backup;
+        }
+
+        public String flinkValidation() {
+            return flinkValidation;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Result)) return false;
+            Result that = (Result) o;
+            return java.util.Objects.equals(metadataPath, that.metadataPath) && java.util.Objects.equals(metadataBytes, that.metadataBytes) && java.util.Objects.equals(written, that.written) && java.util.Objects.equals(linked, that.linked) && java.util.Objects.equals(copied, that.copied) && java.util.Objects.equals(backup, that.backup) && java.util.Objects.equals(flinkValidation, that.flinkValidation);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(metadataPath, metadataBytes, written, linked, copied, backup, flinkValidation);
+        }
+
+        @Override
+        public String toString() {
+            return "Result[metadataPath=" + metadataPath + ", metadataBytes=" + metadataBytes + ", written=" + written + ", linked=" + linked + ", copied=" + copied + ", backup=" + backup + ", flinkValidation=" + flinkValidation + "]";
+        }
+
         Result withValidation(String v) {
             return new Result(metadataPath, metadataBytes, written, linked, copied, backup, v);
         }
+
     }
 
     public long elementsRemoved() {

@@ -20,7 +20,47 @@ import org.junit.Test;
 public class CliSubprocessTest {
     static final String STALE = "topic-partition-offset-states";
 
-    record Run(int code, String out, String err) {}
+    static final class Run {
+        private final int code;
+        private final String out;
+        private final String err;
+
+        Run(int code, String out, String err) {
+            this.code = code;
+            this.out = out;
+            this.err = err;
+        }
+
+        public int code() {
+            return code;
+        }
+
+        public String out() {
+            return out;
+        }
+
+        public String err() {
+            return err;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Run)) return false;
+            Run that = (Run) o;
+            return java.util.Objects.equals(code, that.code) && java.util.Objects.equals(out, that.out) && java.util.Objects.equals(err, that.err);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(code, out, err);
+        }
+
+        @Override
+        public String toString() {
+            return "Run[code=" + code + ", out=" + out + ", err=" + err + "]";
+        }
+    }
 
     static Run cli(String... args) throws IOException, InterruptedException {
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
@@ -112,7 +152,7 @@ public class CliSubprocessTest {
 
         Path copy = Files.createTempDirectory("cli-inplace");
         try (var s = Files.list(in)) {
-            for (Path p : s.toList()) Files.copy(p, copy.resolve(p.getFileName()));
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, copy.resolve(p.getFileName()));
         }
         Run inPlace = cli("remove-state", copy.toString(), "--state", "broadcast-map", "--apply", "--in-place");
         assertEquals(inPlace.err, 0, inPlace.code);
@@ -165,7 +205,7 @@ public class CliSubprocessTest {
         // A second repair while the first holds the lock (it stalls at validation through a test hook).
         Path copy = Files.createDirectory(tmp.resolve("copy"));
         try (var s = Files.list(in)) {
-            for (Path p : s.toList()) Files.copy(p, copy.resolve(p.getFileName()));
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, copy.resolve(p.getFileName()));
         }
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process first = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -197,10 +237,23 @@ public class CliSubprocessTest {
         Files.copy(Path.of(jar), jarCopy);
         Path readable = Files.createDirectory(shared.resolve("chk"));
         try (var s = Files.list(in)) {
-            for (Path p : s.toList()) Files.copy(p, readable.resolve(p.getFileName()));
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, readable.resolve(p.getFileName()));
         }
+        // a java the unprivileged user can start (this JVM's may live under /root)
+        String java = null;
+        for (String candidate : List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "/usr/bin/java")) {
+            Process probe = new ProcessBuilder(setpriv.toString(), "--reuid=65534", "--regid=65534", "--clear-groups",
+                    candidate, "-version").redirectErrorStream(true).start();
+            probe.getInputStream().readAllBytes();
+            if (probe.waitFor() == 0) {
+                java = candidate;
+                break;
+            }
+        }
+        org.junit.Assume.assumeTrue("no java the user nobody can start", java != null);
         List<String> cmd = List.of(setpriv.toString(), "--reuid=65534", "--regid=65534", "--clear-groups",
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", jarCopy.toString(),
+                java, "-jar", jarCopy.toString(),
                 "remove-state", readable.toString(), "--state", "union-list", "--apply", "--output",
                 shared.resolve("out").toString());
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
@@ -236,7 +289,7 @@ public class CliSubprocessTest {
         Path stale = tmp.resolve("chk stale");
         Files.createDirectory(stale);
         try (var s = Files.list(CheckpointSurgeonTest.fixture("stale-union"))) {
-            for (Path p : s.toList()) Files.copy(p, stale.resolve(p.getFileName()));
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, stale.resolve(p.getFileName()));
         }
         Run r = cli("doctor", stale.toString());
         assertEquals(r.out + r.err, 4, r.code);
@@ -272,7 +325,7 @@ public class CliSubprocessTest {
         Files.createDirectory(files);
         Path victim = null;
         try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
-            for (Path p : s.toList()) {
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) {
                 Files.copy(p, files.resolve(p.getFileName()));
                 if (!p.getFileName().toString().equals("_metadata")) victim = files.resolve(p.getFileName());
             }

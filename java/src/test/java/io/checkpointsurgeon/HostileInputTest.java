@@ -29,7 +29,7 @@ public class HostileInputTest {
 
     static List<Path> fixtures() throws IOException {
         try (Stream<Path> s = Files.walk(CheckpointSurgeonTest.FIXTURES, 3)) {
-            List<Path> l = s.filter(p -> p.getFileName().toString().equals("_metadata")).sorted().toList();
+            List<Path> l = s.filter(p -> p.getFileName().toString().equals("_metadata")).sorted().collect(java.util.stream.Collectors.toList());
             assertTrue("fixtures missing", l.size() > 20);
             return l;
         }
@@ -45,17 +45,15 @@ public class HostileInputTest {
         for (int i = 0; i < 3000; i++) {
             byte[] good = inputs.get(i % inputs.size());
             byte[] bad;
-            switch (i % 3) {
-                case 0 -> bad = java.util.Arrays.copyOf(good, rnd.nextInt(good.length));
-                case 1 -> {
-                    bad = good.clone();
-                    for (int k = 0; k < 1 + rnd.nextInt(4); k++) bad[rnd.nextInt(bad.length)] = (byte) rnd.nextInt(256);
-                }
-                default -> {
-                    bad = good.clone();
-                    int at = rnd.nextInt(Math.max(1, bad.length - 4));
-                    bad[at] = 0x7f; // a huge length or count
-                }
+            if (i % 3 == 0) {
+                bad = java.util.Arrays.copyOf(good, rnd.nextInt(good.length));
+            } else if (i % 3 == 1) {
+                bad = good.clone();
+                for (int k = 0; k < 1 + rnd.nextInt(4); k++) bad[rnd.nextInt(bad.length)] = (byte) rnd.nextInt(256);
+            } else {
+                bad = good.clone();
+                int at = rnd.nextInt(Math.max(1, bad.length - 4));
+                bad[at] = 0x7f; // a huge length or count
             }
             try {
                 CheckpointSurgeon.inspect(bad, "corrupt-" + i, null);

@@ -63,7 +63,7 @@ public class CommitProtocolTest {
         try (Stream<Path> s = Files.list(dir)) {
             for (Path p : s.collect(Collectors.toList())) {
                 byte[] d = MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p));
-                m.put(p.getFileName().toString(), java.util.HexFormat.of().formatHex(d));
+                m.put(p.getFileName().toString(), new java.math.BigInteger(1, d).toString(16));
             }
         }
         return m;

@@ -42,7 +42,7 @@ public class KillDuringRepairTest {
         for (int trial = 0; trial < TRIALS; trial++) {
             Path dir = Files.createTempDirectory("cs-kill");
             try (Stream<Path> s = Files.list(fixture)) {
-                for (Path p : s.toList()) Files.copy(p, dir.resolve(p.getFileName()));
+                for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
             }
             Process p = new ProcessBuilder(javaBin(), "-jar", jar, "remove-state", dir.toString(), "--state",
                     "union-list", "--apply", "--in-place").redirectErrorStream(true)
@@ -103,7 +103,7 @@ public class KillDuringRepairTest {
         for (int trial = 0; trial < trials; trial++) {
             Path dir = Files.createTempDirectory("cs-kill-validate");
             try (Stream<Path> s = Files.list(fixture)) {
-                for (Path p : s.toList()) Files.copy(p, dir.resolve(p.getFileName()));
+                for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
             }
             boolean inPlace = trial % 2 == 0;
             Path out = dir.resolveSibling(dir.getFileName() + "-out");
@@ -175,7 +175,7 @@ public class KillDuringRepairTest {
                         .noneMatch(t -> t.name().equals("topic-partition-offset-states")));
             }
             try (Stream<Path> s = Files.list(dir)) {
-                for (Path b : s.filter(x -> x.getFileName().toString().contains(".backup-")).toList()) {
+                for (Path b : s.filter(x -> x.getFileName().toString().contains(".backup-")).collect(java.util.stream.Collectors.toList())) {
                     assertArrayEquals("trial " + trial, original, Files.readAllBytes(b));
                 }
             }

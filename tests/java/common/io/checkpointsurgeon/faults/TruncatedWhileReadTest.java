@@ -70,6 +70,18 @@ public class TruncatedWhileReadTest {
                 + " JVM crashes 0%n", trials, ok, refused);
     }
 
+    /** An OperatorState with a fresh id (2.x adds name and uid in front: left null). */
+    static OperatorState newOperatorState(int parallelism, int maxParallelism) throws Exception {
+        for (java.lang.reflect.Constructor<?> c : OperatorState.class.getConstructors()) {
+            Class<?>[] t = c.getParameterTypes();
+            if (t.length == 3) return (OperatorState) c.newInstance(new OperatorID(), parallelism, maxParallelism);
+            if (t.length == 5 && t[0] == String.class) {
+                return (OperatorState) c.newInstance(null, null, new OperatorID(), parallelism, maxParallelism);
+            }
+        }
+        throw new IllegalStateException("no known OperatorState constructor");
+    }
+
     /** A _metadata of at least {@code bytes}, written by Flink: an inline-state fixture's operators, many times. */
     static Path bigMetadata(long bytes) throws Exception {
         Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-inline");
@@ -83,7 +95,7 @@ public class TruncatedWhileReadTest {
         List<OperatorState> ops = new ArrayList<>();
         for (int i = 0; i < copies; i++) {
             for (OperatorState op : md.getOperatorStates()) {
-                OperatorState copy = new OperatorState(new OperatorID(), op.getParallelism(), op.getMaxParallelism());
+                OperatorState copy = newOperatorState(op.getParallelism(), op.getMaxParallelism());
                 for (java.util.Map.Entry<Integer, OperatorSubtaskState> e : op.getSubtaskStates().entrySet()) {
                     copy.putState(e.getKey(), e.getValue());
                 }
@@ -92,8 +104,7 @@ public class TruncatedWhileReadTest {
         }
         Path out = Files.createTempFile("cs-big", "_metadata");
         try (OutputStream o = Files.newOutputStream(out)) {
-            Checkpoints.storeCheckpointMetadata(new CheckpointMetadata(md.getCheckpointId(), ops, md.getMasterStates(),
-                    md.getCheckpointProperties()), o);
+            Checkpoints.storeCheckpointMetadata(new CheckpointMetadata(md.getCheckpointId(), ops, md.getMasterStates()), o);
         }
         return out;
     }
