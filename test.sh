@@ -11,11 +11,18 @@ cd "$(dirname "$0")"
 . scripts/tools.sh
 
 # Stale results must not be counted.
-rm -rf build/test-results build/cargo-test.log build/cargo-test-aarch64.log
+rm -rf build/test-results build/cargo-test.log build/cargo-test-aarch64.log tests/consumer/target/surefire-reports
 
 java11=$(scripts/java11.sh) || { echo "no Java 11 runtime for the Java 11 tests" >&2; exit 1; }
-gradle --no-daemon --continue -Pjava11="$java11" test "$@"
+gradle --no-daemon --continue -Pjava11="$java11" test publishToMavenLocal "$@"
 gradle_rc=$?
+
+# A plain Maven build that depends on the artifact just published to ~/.m2 and runs a State
+# Processor API program on Flink 1.15.4 under the Java 11 runtime (tests/consumer).
+if ! command -v mvn >/dev/null 2>&1; then
+    apt-get update >&2 && apt-get install -y maven >&2
+fi
+mvn -B -q -f tests/consumer/pom.xml test -Djava11="$java11" || gradle_rc=1
 
 # A bounded fuzz smoke run (FUZZ_SECONDS per target; 0 skips it), counted as one test per target.
 fuzz_passed=0
@@ -49,7 +56,7 @@ fi
 junit_tests=0
 junit_failed=0
 junit_skipped=0
-if [ -d build/test-results ]; then
+if [ -d build/test-results ] || [ -d tests/consumer/target/surefire-reports ]; then
     while IFS= read -r -d '' xml; do
         # Only the <testsuite ...> opening tag carries the counts.
         head=$(grep -m1 -o '<testsuite [^>]*>' "$xml" || true)
@@ -58,7 +65,7 @@ if [ -d build/test-results ]; then
         junit_tests=$((junit_tests + ${t:-0}))
         junit_failed=$((junit_failed + ${f:-0} + ${e:-0}))
         junit_skipped=$((junit_skipped + ${s:-0}))
-    done < <(find build/test-results -name 'TEST-*.xml' -print0)
+    done < <(find build/test-results tests/consumer/target/surefire-reports -name 'TEST-*.xml' -print0 2>/dev/null)
 fi
 junit_passed=$((junit_tests - junit_failed - junit_skipped))
 

@@ -408,3 +408,17 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_unlockDirectory<'l
         })
         .resolve::<ThrowSurgeonException>()
 }
+
+/// `String NativeBridge.libraryVersion()`: the crate version, which the Java side checks against
+/// its own before it uses the library.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_libraryVersion<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_, BridgeError> {
+            Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}

@@ -16,12 +16,28 @@ import picocli.CommandLine.Parameters;
 @Command(
         name = "checkpoint-surgeon",
         mixinStandardHelpOptions = true,
-        version = "checkpoint-surgeon 0.1.0",
+        versionProvider = Cli.Version.class,
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
         subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
     static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
+
+    /** {@code --version}: this jar's version and the native library's. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String lib;
+            try {
+                NativeBridge.ensureLoaded();
+                lib = "native library " + NativeBridge.libraryVersion() + " for " + NativeBridge.platform();
+            } catch (CheckpointSurgeonException | LinkageError e) {
+                lib = "native library not loaded: " + e.getMessage();
+            }
+            return new String[] {"checkpoint-surgeon " + NativeBridge.VERSION + " (" + lib + ")",
+                    "Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name") + ")"};
+        }
+    }
 
     public static void main(String[] args) {
         System.exit(run(args));

@@ -17,7 +17,10 @@ final class NativeBridge {
     static final String LIBRARY_PROPERTY = "checkpointsurgeon.library";
     private static final String LIBRARY_FILE = "libcheckpoint_surgeon.so";
 
-    private static final CheckpointSurgeonException LOAD_FAILURE = load();
+    /** This jar's version (from {@code version.properties}, written by the build). */
+    static final String VERSION = readVersion();
+
+    private static final CheckpointSurgeonException LOAD_FAILURE = checkVersion(load());
 
     private NativeBridge() {}
 
@@ -50,6 +53,36 @@ final class NativeBridge {
     static native void unlockDirectory(long id) throws CheckpointSurgeonException;
 
     static native void panicForTesting() throws CheckpointSurgeonException;
+
+    /** The native library's crate version. */
+    static native String libraryVersion() throws CheckpointSurgeonException;
+
+    private static String readVersion() {
+        java.util.Properties p = new java.util.Properties();
+        try (InputStream in = NativeBridge.class.getResourceAsStream("version.properties")) {
+            if (in != null) p.load(in);
+        } catch (IOException e) {
+            // reported as version "unknown"
+        }
+        return p.getProperty("version", "unknown");
+    }
+
+    /** A library of another version than this jar is refused: the wire between them is not versioned across releases. */
+    private static CheckpointSurgeonException checkVersion(CheckpointSurgeonException loadFailure) {
+        if (loadFailure != null) return loadFailure;
+        String v;
+        try {
+            v = libraryVersion();
+        } catch (CheckpointSurgeonException | UnsatisfiedLinkError e) {
+            v = "unknown (" + e + ")";
+        }
+        if (!v.equals(VERSION)) {
+            return new CheckpointSurgeonException("LIBRARY", "the native library has version " + v + ", but this jar is "
+                    + VERSION + ": use the library built with this jar (" + (System.getProperty(LIBRARY_PROPERTY) != null
+                    ? LIBRARY_PROPERTY + "=" + System.getProperty(LIBRARY_PROPERTY) : "the one bundled in it") + ")");
+        }
+        return null;
+    }
 
     // Remote checkpoints (RemoteCheckpoint): `mirrors` are lines `remote-prefix<TAB>local-dir`.
 

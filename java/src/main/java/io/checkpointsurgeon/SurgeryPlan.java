@@ -10,7 +10,7 @@ import java.util.List;
 /**
  * What a surgery removes and writes; after {@code apply}, also what it wrote ({@link #result()}).
  *
- * @param depth {@code purge} or {@code metadata-only}
+ * The {@code depth} is {@code purge} or {@code metadata-only}.
  */
 public final class SurgeryPlan {
     private final String source;

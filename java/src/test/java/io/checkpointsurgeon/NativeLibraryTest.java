@@ -50,4 +50,23 @@ public class NativeLibraryTest {
             }
         }
     }
+
+    /** Every class of the library and CLI is Java 11 bytecode (class file major version 55 or less). */
+    @Test
+    public void everyMainClassRunsOnJava11() throws Exception {
+        Path jar = Path.of(System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar"));
+        int classes = 0;
+        try (ZipFile zip = new ZipFile(jar.toFile())) {
+            for (ZipEntry e : java.util.Collections.list(zip.entries())) {
+                if (!e.getName().startsWith("io/checkpointsurgeon/") || !e.getName().endsWith(".class")) continue;
+                try (InputStream in = zip.getInputStream(e)) {
+                    byte[] head = in.readNBytes(8);
+                    int major = ((head[6] & 0xff) << 8) | (head[7] & 0xff);
+                    assertTrue(e.getName() + " has class file version " + major, major <= 55);
+                    classes++;
+                }
+            }
+        }
+        assertTrue(classes > 20);
+    }
 }
