@@ -335,4 +335,23 @@ public class CliSubprocessTest {
         assertEquals(missing.out + missing.err, 4, missing.code);
         assertTrue(missing.out, missing.out.contains(victim.toString()) && missing.out.contains("STATE_FILE_MISSING"));
     }
+
+    /** --version names both versions; a native library of another version than the jar is refused. */
+    @Test
+    public void aNativeLibraryOfAnotherVersionIsRefused() throws Exception {
+        Run v = cli("--version");
+        assertEquals(v.err, 0, v.code);
+        assertTrue(v.out, v.out.matches("(?s)checkpoint-surgeon (\\S+) \\(native library \\1 for linux-\\w+\\).*"));
+        // The jar's version as another build would have it: a version.properties ahead of the jar's.
+        Path other = Files.createTempDirectory("cs-other-version");
+        Files.createDirectories(other.resolve("io/checkpointsurgeon"));
+        Files.writeString(other.resolve("io/checkpointsurgeon/version.properties"), "version=9.9.9\n");
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
+                other + java.io.File.pathSeparator + jar, "io.checkpointsurgeon.Cli", "inspect",
+                CheckpointSurgeonTest.fixture("stale-union").toString()).redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(text, 2, p.waitFor());
+        assertTrue(text, text.contains("[LIBRARY]") && text.contains("9.9.9") && text.contains("has version"));
+    }
 }
