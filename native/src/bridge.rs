@@ -92,9 +92,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspect<'l>(
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let path = string_arg(env, &path)?.unwrap_or_default();
             let cp = Checkpoint::open(Path::new(&path))?;
-            Ok(env.byte_array_from_slice(&inspect::inspect(&cp).encode())?)
+            let report = inspect::inspect(&cp).encode();
+            crate::mapguard::check()?;
+            Ok(env.byte_array_from_slice(&report)?)
         })
         .resolve::<ThrowSurgeonException>()
 }
@@ -154,10 +158,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let path = string_arg(env, &path)?.unwrap_or_default();
             let req = request_arg(env, &request)?;
             let cp = Checkpoint::open(Path::new(&path))?;
             let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
+            crate::mapguard::check()?;
             Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
         })
         .resolve::<ThrowSurgeonException>()
@@ -176,12 +183,15 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stage<'l>(
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let path = string_arg(env, &path)?.unwrap_or_default();
             let req = request_arg(env, &request)?;
             let stream_dir = string_arg(env, &stream_dir)?.unwrap_or_default();
             let cp = Checkpoint::open(Path::new(&path))?;
             let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
             let staged = commit::stage(&cp, &plan, Path::new(&stream_dir), None)?;
+            crate::mapguard::check()?;
             Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, Some(&staged)))?)
         })
         .resolve::<ThrowSurgeonException>()
@@ -241,9 +251,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFilesOf<'l>(
 ) -> JString<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let path = string_arg(env, &path)?.unwrap_or_default();
             let cp = Checkpoint::open(Path::new(&path))?;
-            Ok(JString::from_str(env, state_file_lines(&cp.metadata))?)
+            let lines = state_file_lines(&cp.metadata);
+            crate::mapguard::check()?;
+            Ok(JString::from_str(env, lines)?)
         })
         .resolve::<ThrowSurgeonException>()
 }
@@ -303,8 +317,12 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspectMirrored<'l
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
-            Ok(env.byte_array_from_slice(&inspect::inspect(&cp).encode())?)
+            let report = inspect::inspect(&cp).encode();
+            crate::mapguard::check()?;
+            Ok(env.byte_array_from_slice(&report)?)
         })
         .resolve::<ThrowSurgeonException>()
 }
@@ -323,12 +341,15 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planMirrored<'l>(
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
             let plan = surgery::plan(
                 &cp,
                 &request_arg(env, &request)?,
                 &mut surgery::random_file_name,
             )?;
+            crate::mapguard::check()?;
             Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
         })
         .resolve::<ThrowSurgeonException>()
@@ -353,6 +374,8 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stageMirrored<'l>(
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_, BridgeError> {
+            // a mapped file truncated meanwhile must fail the call (mapguard)
+            crate::mapguard::reset();
             let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
             let out_uri = string_arg(env, &output_uri)?;
             let stream_dir = string_arg(env, &stream_dir)?.unwrap_or_default();
@@ -362,6 +385,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stageMirrored<'l>(
                 &mut surgery::random_file_name,
             )?;
             let staged = commit::stage(&cp, &plan, Path::new(&stream_dir), out_uri.as_deref())?;
+            crate::mapguard::check()?;
             Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, Some(&staged)))?)
         })
         .resolve::<ThrowSurgeonException>()

@@ -9,21 +9,33 @@ use std::path::{Path, PathBuf};
 
 pub const METADATA_FILE_NAME: &str = "_metadata";
 
-/// Reads a whole regular file into memory (an empty file gives empty bytes).
+/// Maps a regular file read-only into memory (an empty file gives empty bytes).
 pub fn map_file(path: &Path) -> Result<Bytes> {
-    read_range(path, 0, None)
+    map_range(path, 0, None)
 }
 
-/// Reads `len` bytes at `start` of a regular file (to its end when `len` is None) with plain
-/// reads, never a memory map: a file that another process truncates while it is read (a job
-/// deleting old checkpoints) must give an error, not a SIGBUS that aborts the JVM.
-pub fn read_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
-    use std::io::{Read, Seek, SeekFrom};
+/// A mapped file and the guard that turns a SIGBUS on it into an error (see [`crate::mapguard`]).
+/// The guard is dropped first: it unregisters the range before the mapping goes away.
+struct GuardedMap {
+    _guard: Option<crate::mapguard::Guard>,
+    map: memmap2::Mmap,
+}
+
+impl AsRef<[u8]> for GuardedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+/// `len` bytes at `start` of a regular file (to its end when `len` is None), memory-mapped. A file
+/// that another process truncates while it is read gives an error from the native call (the
+/// mapping is guarded against SIGBUS), never a JVM abort.
+pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses anything that is
     // not a regular file (FIFO, device, socket, directory) before a byte is read.
     const O_NONBLOCK: i32 = 0o4000;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(path)
@@ -55,32 +67,17 @@ pub fn read_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
             path.display()
         )));
     }
-    let n = usize::try_from(want).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "{}: {want} bytes do not fit in memory",
-            path.display()
-        ))
-    })?;
-    let mut buf = Vec::new();
-    buf.try_reserve_exact(n).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "{}: cannot allocate {n} bytes to read it",
-            path.display()
-        ))
-    })?;
-    file.seek(SeekFrom::Start(start))
-        .map_err(|e| Error::io(path.display(), e))?;
-    file.take(want)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io(path.display(), e))?;
-    if buf.len() as u64 != want {
-        return Err(Error::InvalidArgument(format!(
-            "{}: the file shrank while it was read: expected {want} bytes at {start}, read {} (is a job deleting or rewriting it?)",
-            path.display(),
-            buf.len()
-        )));
+    if size == 0 || want == 0 {
+        return Ok(Bytes::new());
     }
-    Ok(Bytes::from(buf))
+    // SAFETY: a read-only private mapping; a concurrent truncation faults on access, which the
+    // guard registered below turns into an error of this native call instead of a crash.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.display(), e))?;
+    // Read ahead: the file is parsed front to back. Only a hint, so a failure does not matter.
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let guard = crate::mapguard::register(map.as_ptr() as usize, map.len(), path);
+    let bytes = Bytes::from_owner(GuardedMap { _guard: guard, map });
+    Ok(bytes.slice(start as usize..(start + want) as usize))
 }
 
 pub struct Checkpoint {
@@ -249,7 +246,7 @@ impl Checkpoint {
                         path.display()
                     )));
                 }
-                read_range(&path, *start as u64, Some(*size as u64))
+                map_range(&path, *start as u64, Some(*size as u64))
             }
             StreamHandle::KeyGroups(_) => Err(Error::InvalidArgument(
                 "a key-groups handle is not an operator state stream".into(),

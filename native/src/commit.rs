@@ -114,6 +114,8 @@ fn stage_into(
         check.add_mirror(u, stream_dir.to_path_buf());
     }
     verify_streams(&check, plan)?;
+    // an input truncated while it was mapped and read: the staged files hold zeros (mapguard)
+    crate::mapguard::check()?;
     staged.metadata_bytes = check.bytes.len() as u64;
     staged.metadata_tmp = tmp;
     Ok(staged)

@@ -96,16 +96,23 @@ pub fn encode_modified_utf8(s: &str) -> Vec<u8> {
 pub struct Reader {
     buf: Bytes,
     pos: usize,
-    /// Bytes the model built from this input may still take: the input's size plus 64 MiB.
+    /// Bytes the model built from this input may still take (see [`MEMORY_FACTOR`]).
     budget: usize,
 }
 
-/// What the model of an input may need beyond the input's own size.
+/// The model of an input may take at most `MEMORY_FACTOR` times the input's size plus
+/// [`MEMORY_HEADROOM`]. Real files need less (a model of many small subtasks, the densest case,
+/// takes about 2.5 times their bytes); an input that claims more items than that is no file Flink
+/// wrote, and is refused before the memory is spent.
+pub const MEMORY_FACTOR: usize = 4;
 pub const MEMORY_HEADROOM: usize = 64 << 20;
 
 impl Reader {
     pub fn new(buf: Bytes) -> Self {
-        let budget = buf.len().saturating_add(MEMORY_HEADROOM);
+        let budget = buf
+            .len()
+            .saturating_mul(MEMORY_FACTOR)
+            .saturating_add(MEMORY_HEADROOM);
         Reader {
             buf,
             pos: 0,
@@ -114,14 +121,15 @@ impl Reader {
     }
 
     /// Charges `items` model objects of `T` against the memory budget, so that no input makes
-    /// the parser need more than its own size plus [`MEMORY_HEADROOM`]: a clear error instead.
+    /// the parser build a model beyond [`MEMORY_FACTOR`] times its size plus [`MEMORY_HEADROOM`]:
+    /// a clear error instead.
     pub fn charge<T>(&mut self, items: usize, what: &str) -> Result<()> {
         let cost = items.saturating_mul(std::mem::size_of::<T>().max(1));
         if cost > self.budget {
             return Err(Error::format(
                 self.pos as u64,
                 format!(
-                    "{what} whose model fits in the input's size plus {} MiB of memory",
+                    "{what} whose model fits in {MEMORY_FACTOR} times the input's size plus {} MiB of memory",
                     MEMORY_HEADROOM >> 20
                 ),
                 Some(format!(

@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod io;
 pub mod javaser;
 pub mod kafka;
+pub mod mapguard;
 pub mod metadata;
 pub mod opstate;
 pub mod surgery;
