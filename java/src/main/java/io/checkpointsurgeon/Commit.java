@@ -592,12 +592,4 @@ final class Commit {
             throw io(name + ": staging the new metadata", e);
         }
     }
-
-    static void closeQuietly(AutoCloseable c) {
-        try {
-            c.close();
-        } catch (Exception ignored) {
-            // releasing a lock: the process ending releases it too
-        }
-    }
 }

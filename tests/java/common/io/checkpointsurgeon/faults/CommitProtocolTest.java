@@ -277,6 +277,15 @@ public class CommitProtocolTest {
         assertEquals(text, 2, p.exitValue());
         assertTrue(text, text.contains("rejected") && text.contains("nothing was changed"));
         assertFalse(Files.exists(out));
+
+        // doctor with these Flink jars says a restore from it would fail, and gates with exit 4
+        Process d = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
+                "java.base/java.lang=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                "io.checkpointsurgeon.Cli", "doctor", in.toString()).redirectErrorStream(true).start();
+        String report = new String(d.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(d.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(report, 4, d.exitValue());
+        assertTrue(report, report.contains("FLINK_REJECTS_METADATA") && report.contains("Flink 1.15.4"));
     }
 
     @Test
