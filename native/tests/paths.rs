@@ -38,6 +38,11 @@ fn with_delegates(make: impl Fn(&str) -> StreamHandle) -> Vec<u8> {
 
 fn stream_errors(bytes: Vec<u8>, dir: &Path) -> Vec<String> {
     let cp = Checkpoint::from_bytes("crafted", Some(dir), Bytes::from(bytes)).unwrap();
+    managed_stream_errors(&cp)
+}
+
+/// The error of every managed operator state stream that cannot be read.
+fn managed_stream_errors(cp: &Checkpoint) -> Vec<String> {
     let mut errors = Vec::new();
     for op in &cp.metadata.operators {
         for (_, st) in op.subtask_states() {
@@ -161,19 +166,7 @@ fn state_files_that_are_symlinks_out_of_the_job_directory_are_refused() {
         }
     }
     let cp = Checkpoint::open(&dir).unwrap();
-    let mut errors = Vec::new();
-    for op in &cp.metadata.operators {
-        for (_, st) in op.subtask_states() {
-            for h in [st.managed_operator(), st.raw_operator()]
-                .into_iter()
-                .flatten()
-            {
-                if let Err(e) = cp.stream_bytes(h.delegate.as_ref().unwrap()) {
-                    errors.push(e.to_string());
-                }
-            }
-        }
-    }
+    let errors = managed_stream_errors(&cp);
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("symbolic link"), "{errors:?}");
     let _ = std::fs::remove_dir_all(&root);
@@ -217,16 +210,7 @@ fn a_fifo_is_refused_at_once_in_every_role() {
     }
     assert!(fifos > 0);
     let cp = Checkpoint::open(&dir).unwrap();
-    let mut errors = Vec::new();
-    for op in &cp.metadata.operators {
-        for (_, st) in op.subtask_states() {
-            if let Some(h) = st.managed_operator() {
-                if let Err(e) = cp.stream_bytes(h.delegate.as_ref().unwrap()) {
-                    errors.push(e.to_string());
-                }
-            }
-        }
-    }
+    let errors = managed_stream_errors(&cp);
     assert!(!errors.is_empty());
     assert!(
         errors.iter().all(|e| e.contains("found a FIFO")),

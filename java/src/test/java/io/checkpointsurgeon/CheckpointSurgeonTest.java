@@ -117,45 +117,16 @@ public class CheckpointSurgeonTest {
         assertEquals(Cli.INVALID, run("inspect", bad.toString()).code);
     }
 
+    /** A CLI run: exit code, stdout, stderr (also what {@link CliSubprocessTest} runs return). */
     static final class Result {
-        private final int code;
-        private final String out;
-        private final String err;
+        final int code;
+        final String out;
+        final String err;
 
         Result(int code, String out, String err) {
             this.code = code;
             this.out = out;
             this.err = err;
-        }
-
-        public int code() {
-            return code;
-        }
-
-        public String out() {
-            return out;
-        }
-
-        public String err() {
-            return err;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof Result)) return false;
-            Result that = (Result) o;
-            return java.util.Objects.equals(code, that.code) && java.util.Objects.equals(out, that.out) && java.util.Objects.equals(err, that.err);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(code, out, err);
-        }
-
-        @Override
-        public String toString() {
-            return "Result[code=" + code + ", out=" + out + ", err=" + err + "]";
         }
     }
 

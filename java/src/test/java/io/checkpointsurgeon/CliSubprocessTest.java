@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
+import io.checkpointsurgeon.CheckpointSurgeonTest.Result;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -20,49 +21,7 @@ import org.junit.Test;
 public class CliSubprocessTest {
     static final String STALE = "topic-partition-offset-states";
 
-    static final class Run {
-        private final int code;
-        private final String out;
-        private final String err;
-
-        Run(int code, String out, String err) {
-            this.code = code;
-            this.out = out;
-            this.err = err;
-        }
-
-        public int code() {
-            return code;
-        }
-
-        public String out() {
-            return out;
-        }
-
-        public String err() {
-            return err;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof Run)) return false;
-            Run that = (Run) o;
-            return java.util.Objects.equals(code, that.code) && java.util.Objects.equals(out, that.out) && java.util.Objects.equals(err, that.err);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(code, out, err);
-        }
-
-        @Override
-        public String toString() {
-            return "Run[code=" + code + ", out=" + out + ", err=" + err + "]";
-        }
-    }
-
-    static Run cli(String... args) throws IOException, InterruptedException {
+    static Result cli(String... args) throws IOException, InterruptedException {
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-jar", jar));
@@ -70,7 +29,7 @@ public class CliSubprocessTest {
         Path out = Files.createTempFile("cli", ".out"), err = Files.createTempFile("cli", ".err");
         Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         int code = p.waitFor();
-        return new Run(code, Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+        return new Result(code, Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
     }
 
     @Test
@@ -78,11 +37,11 @@ public class CliSubprocessTest {
         for (String[] c : new String[][] {{"--help"}, {"inspect", "--help"}, {"doctor", "--help"},
                 {"remove-state", "--help"}, {"remove-operator", "--help"}, {"dedupe-union", "--help"},
                 {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"}}) {
-            Run r = cli(c);
+            Result r = cli(c);
             assertEquals(String.join(" ", c) + ": " + r.err, 0, r.code);
             assertTrue(r.out, r.out.startsWith("Usage: checkpoint-surgeon"));
         }
-        Run v = cli("--version");
+        Result v = cli("--version");
         assertEquals(0, v.code);
         assertTrue(v.out.startsWith("checkpoint-surgeon "));
     }
@@ -90,16 +49,16 @@ public class CliSubprocessTest {
     @Test
     public void inspectAndDoctor() throws Exception {
         String in = CheckpointSurgeonTest.fixture("stale-union").toString();
-        Run table = cli("inspect", in);
+        Result table = cli("inspect", in);
         assertEquals(table.err, 0, table.code);
         assertTrue(table.out, table.out.contains(STALE) && table.out.contains("UNION"));
-        Run json = cli("inspect", "--json", in);
+        Result json = cli("inspect", "--json", in);
         assertEquals(0, json.code);
         assertTrue(json.out.trim().startsWith("{") && json.out.contains("\"metadataVersion\": 3"));
-        Run doctor = cli("doctor", in);
+        Result doctor = cli("doctor", in);
         assertEquals("an ERROR finding gates with exit 4", 4, doctor.code);
         assertTrue(doctor.out, doctor.out.contains("STALE_UNION_STATE") && doctor.out.contains("remove-state"));
-        Run healthy = cli("doctor", CheckpointSurgeonTest.fixture("keyed-hashmap").toString());
+        Result healthy = cli("doctor", CheckpointSurgeonTest.fixture("keyed-hashmap").toString());
         assertTrue(healthy.out, healthy.out.contains("no problems found"));
         assertEquals(0, healthy.code);
     }
@@ -114,9 +73,9 @@ public class CliSubprocessTest {
                 .findFirst().orElseThrow().trim().substring("fix: ".length()).split(" {3}")[0];
         String[] words = fix.split(" ");
         assertEquals("checkpoint-surgeon", words[0]);
-        Run r = cli(java.util.Arrays.copyOfRange(words, 1, words.length));
+        Result r = cli(java.util.Arrays.copyOfRange(words, 1, words.length));
         assertEquals(r.err, 0, r.code);
-        Run after = cli("doctor", in + "-repaired");
+        Result after = cli("doctor", in + "-repaired");
         assertTrue(after.out, after.out.contains("no problems found"));
     }
 
@@ -126,12 +85,12 @@ public class CliSubprocessTest {
         byte[] before = Files.readAllBytes(in.resolve("_metadata"));
         Path out = Files.createTempDirectory("cli").resolve("out");
 
-        Run plan = cli("remove-state", in.toString(), "--state", "union-list");
+        Result plan = cli("remove-state", in.toString(), "--state", "union-list");
         assertEquals(plan.err, 0, plan.code);
         assertTrue(plan.out, plan.out.contains("purge-state") && plan.out.contains("nothing written"));
         assertFalse(Files.exists(out));
 
-        Run apply = cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString(), "--json");
+        Result apply = cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString(), "--json");
         assertEquals(apply.err, 0, apply.code);
         assertTrue(apply.out, apply.out.contains("\"metadataPath\""));
         assertTrue(Files.isRegularFile(out.resolve("_metadata")));
@@ -139,14 +98,14 @@ public class CliSubprocessTest {
         assertFalse(cli("inspect", out.toString()).out.contains("union-list"));
 
         Path out2 = Files.createTempDirectory("cli").resolve("out");
-        Run dedupe = cli("dedupe-union", in.toString(), "--state", "union-list", "--apply", "--output", out2.toString());
+        Result dedupe = cli("dedupe-union", in.toString(), "--state", "union-list", "--apply", "--output", out2.toString());
         assertEquals(dedupe.err, 0, dedupe.code);
 
         String opId = CheckpointSurgeon.inspect(in).operators().stream()
                 .filter(o -> !o.stateTotals().isEmpty() && o.stateTotals().stream().anyMatch(t -> t.name().equals("union-list")))
                 .findFirst().orElseThrow().id();
         Path out3 = Files.createTempDirectory("cli").resolve("out");
-        Run rmop = cli("remove-operator", in.toString(), "--operator-id", opId, "--apply", "--output", out3.toString());
+        Result rmop = cli("remove-operator", in.toString(), "--operator-id", opId, "--apply", "--output", out3.toString());
         assertEquals(rmop.err, 0, rmop.code);
         assertFalse(cli("inspect", out3.toString()).out.contains(opId));
 
@@ -154,7 +113,7 @@ public class CliSubprocessTest {
         try (var s = Files.list(in)) {
             for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, copy.resolve(p.getFileName()));
         }
-        Run inPlace = cli("remove-state", copy.toString(), "--state", "broadcast-map", "--apply", "--in-place");
+        Result inPlace = cli("remove-state", copy.toString(), "--state", "broadcast-map", "--apply", "--in-place");
         assertEquals(inPlace.err, 0, inPlace.code);
         assertTrue(inPlace.out, inPlace.out.contains("backup of the old _metadata"));
         assertFalse(cli("inspect", copy.toString()).out.contains("broadcast-map"));
@@ -169,12 +128,12 @@ public class CliSubprocessTest {
         assertEquals(1, cli("no-such-command").code);
         assertEquals(1, cli("remove-state", in, "--state", STALE, "--apply").code);
         assertEquals(1, cli("remove-operator", in).code);
-        Run nothing = cli("remove-state", in, "--state", "no-such-state");
+        Result nothing = cli("remove-state", in, "--state", "no-such-state");
         assertEquals(2, nothing.code);
         assertTrue(nothing.err, nothing.err.contains("selects nothing"));
         Path garbage = Files.createTempFile("garbage", "_metadata");
         Files.write(garbage, new byte[] {0x49, 0x60, 0x67, 0x2D, 0, 0, 0, 3, 1});
-        Run bad = cli("inspect", garbage.toString());
+        Result bad = cli("inspect", garbage.toString());
         assertEquals(2, bad.code);
         assertTrue(bad.err, bad.err.contains(garbage.toString()) && bad.err.contains("at byte 8"));
         assertEquals(2, cli("inspect", "/no/such/checkpoint").code);
@@ -191,7 +150,7 @@ public class CliSubprocessTest {
 
         Path dangling = tmp.resolve("dangling");
         Files.createSymbolicLink(dangling, tmp.resolve("nowhere"));
-        Run r = cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", dangling.toString());
+        Result r = cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", dangling.toString());
         assertEquals(r.err, 2, r.code);
         assertTrue(r.err, r.err.contains("dangling symbolic link"));
         assertFalse(Files.exists(tmp.resolve("nowhere")));
@@ -278,7 +237,7 @@ public class CliSubprocessTest {
         assertTrue(text, text.contains("OutOfMemoryError"));
         assertFalse("the output the run created is removed", Files.exists(out));
 
-        Run bad = cli("remove-state", in.toString(), "--operator-id", "not-hex", "--state", "union-list");
+        Result bad = cli("remove-state", in.toString(), "--operator-id", "not-hex", "--state", "union-list");
         assertEquals(bad.err, 1, bad.code);
     }
 
@@ -291,7 +250,7 @@ public class CliSubprocessTest {
         try (var s = Files.list(CheckpointSurgeonTest.fixture("stale-union"))) {
             for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, stale.resolve(p.getFileName()));
         }
-        Run r = cli("doctor", stale.toString());
+        Result r = cli("doctor", stale.toString());
         assertEquals(r.out + r.err, 4, r.code);
         assertEquals(4, cli("doctor", "--fail-on", "warning", stale.toString()).code);
         assertEquals(0, cli("doctor", CheckpointSurgeonTest.fixture("operator-state-files").toString()).code);
@@ -331,7 +290,7 @@ public class CliSubprocessTest {
             }
         }
         Files.delete(victim);
-        Run missing = cli("doctor", files.toString());
+        Result missing = cli("doctor", files.toString());
         assertEquals(missing.out + missing.err, 4, missing.code);
         assertTrue(missing.out, missing.out.contains(victim.toString()) && missing.out.contains("STATE_FILE_MISSING"));
     }
@@ -339,7 +298,7 @@ public class CliSubprocessTest {
     /** --version names both versions; a native library of another version than the jar is refused. */
     @Test
     public void aNativeLibraryOfAnotherVersionIsRefused() throws Exception {
-        Run v = cli("--version");
+        Result v = cli("--version");
         assertEquals(v.err, 0, v.code);
         assertTrue(v.out, v.out.matches("(?s)checkpoint-surgeon (\\S+) \\(native library \\1 for linux-\\w+\\).*"));
         // The jar's version as another build would have it: a version.properties ahead of the jar's.
