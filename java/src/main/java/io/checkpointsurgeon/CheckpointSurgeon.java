@@ -13,6 +13,37 @@ import java.util.Objects;
 public final class CheckpointSurgeon {
     private CheckpointSurgeon() {}
 
+    /** This jar's version; the bundled native library must have the same. */
+    public static final String VERSION = NativeBridge.VERSION;
+
+    /** A system property: when set, unexpected failures print their stack trace. */
+    public static final String TRACE_PROPERTY = "checkpointsurgeon.trace";
+
+    /** The loaded native library: its version and platform ({@code 0.2.0 for linux-x86_64}). */
+    public static String nativeLibrary() throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.libraryVersion() + " for " + NativeBridge.platform();
+    }
+
+    /** The local path of a {@code file:} URI or a plain path. */
+    public static Path localPath(String path) {
+        return FlinkFileSystems.localPath(Objects.requireNonNull(path, "path"));
+    }
+
+    /**
+     * The HA {@code completedCheckpoint*} files in a directory (up to three levels deep), or the
+     * file itself; without the backups and staged files this tool writes beside them.
+     */
+    public static List<Path> haFiles(Path p) throws CheckpointSurgeonException {
+        if (!Files.isDirectory(p)) return List.of(p);
+        try (var s = Files.walk(p, 3)) {
+            return s.filter(f -> HaCheckpoint.isHaFileName(f.getFileName().toString()) && Files.isRegularFile(f))
+                    .sorted().collect(java.util.stream.Collectors.toList());
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException("IO", p + ": " + e, e);
+        }
+    }
+
     /**
      * Inspects a checkpoint or savepoint on the local file system.
      *

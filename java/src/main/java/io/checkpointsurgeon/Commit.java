@@ -48,7 +48,7 @@ final class Commit {
     static final String STALL_AT = "checkpointsurgeon.test.stallAt";
     static final String FAIL_AT = "checkpointsurgeon.test.failAt";
     /** Prints every step to stderr when set. */
-    static final String TRACE = "checkpointsurgeon.trace";
+    static final String TRACE = CheckpointSurgeon.TRACE_PROPERTY;
 
     private Commit() {}
 

@@ -93,7 +93,7 @@ final class Doctor {
         if (r.metadataBytes() > RPC_FRAME / 2) {
             out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? "ERROR" : "WARNING", "METADATA_SIZE",
                     String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",
-                            Cli.bytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
+                            InspectReport.formatBytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
                     "checkpoint-surgeon inspect " + p, List.of()));
         }
         for (InspectReport.OperatorInfo op : r.operators()) {
@@ -144,7 +144,7 @@ final class Doctor {
                     if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
                         out.add(new CheckpointSurgeon.Finding("WARNING", "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
                                 "operator %s subtask %d keeps %s of state inline in _metadata (the inline maximum is 1 MiB)",
-                                op.id(), s.index(), Cli.bytes(h.delegateSize())), "checkpoint-surgeon inspect " + p + " --subtasks",
+                                op.id(), s.index(), InspectReport.formatBytes(h.delegateSize())), "checkpoint-surgeon inspect " + p + " --subtasks",
                                 List.of()));
                     }
                 }
@@ -152,7 +152,7 @@ final class Doctor {
             if (deployment > RPC_FRAME / 2) {
                 out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? "ERROR" : "WARNING", "DEPLOYMENT_SIZE",
                         String.format(Locale.ROOT, "every subtask of operator %s receives about %s of union state handles on"
-                                + " restore, %s the default RPC frame size of 10 MiB", op.id(), Cli.bytes(deployment),
+                                + " restore, %s the default RPC frame size of 10 MiB", op.id(), InspectReport.formatBytes(deployment),
                                 deployment > RPC_FRAME ? "over" : "over half of"),
                         "checkpoint-surgeon inspect " + p, List.of()));
             }

@@ -149,7 +149,7 @@ final class FlinkFileSystems {
             Class.forName(FILE_SYSTEM, false, FlinkFileSystems.class.getClassLoader());
         } catch (ClassNotFoundException | LinkageError e) {
             throw new CheckpointSurgeonException("UNSUPPORTED", what + " needs Flink's jars on the class path"
-                    + " (e.g. java -cp \"checkpoint-surgeon.jar:$FLINK_HOME/lib/*\" io.checkpointsurgeon.Cli ...),"
+                    + " (e.g. java -cp \"checkpoint-surgeon.jar:$FLINK_HOME/lib/*\" io.checkpointsurgeon.cli.Cli ...),"
                     + " with the file system plugin under --plugins DIR or FLINK_PLUGINS_DIR");
         }
     }

@@ -161,6 +161,14 @@ final class HaCheckpoint {
     }
 
     /** A CompletedCheckpoint object that is already in memory (not read from a file). */
+    /**
+     * Whether a file name is an HA {@code completedCheckpoint<random>} file, and not one of the
+     * {@code .tmp-<uuid>} files this tool stages or the {@code .backup-<millis>} it keeps.
+     */
+    static boolean isHaFileName(String name) {
+        return name.startsWith("completedCheckpoint") && !name.contains(".backup-") && !name.contains(".tmp-");
+    }
+
     static HaCheckpoint of(Object completedCheckpoint) throws CheckpointSurgeonException {
         if (completedCheckpoint == null || !completedCheckpoint.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
             throw new CheckpointSurgeonException("INVALID_ARGUMENT", "expected a " + COMPLETED_CHECKPOINT + ", got "

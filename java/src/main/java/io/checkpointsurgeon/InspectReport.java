@@ -751,4 +751,11 @@ public final class InspectReport {
         in.readFully(b);
         return new String(b, StandardCharsets.UTF_8);
     }
+
+    /** A byte count for people: {@code 812 B}, {@code 12,345 B (12.1 KiB)}, {@code 1,234,567 B (1.2 MiB)}. */
+    public static String formatBytes(long n) {
+        if (n < 1024) return n + " B";
+        if (n < 1024 * 1024) return String.format(java.util.Locale.ROOT, "%,d B (%.1f KiB)", n, n / 1024.0);
+        return String.format(java.util.Locale.ROOT, "%,d B (%.1f MiB)", n, n / (1024.0 * 1024));
+    }
 }

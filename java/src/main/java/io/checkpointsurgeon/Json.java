@@ -10,10 +10,10 @@ import java.util.Collection;
  * constructor (compiled with {@code -parameters}) become fields, in their order, read from the
  * fields of the same names.
  */
-final class Json {
+public final class Json {
     private Json() {}
 
-    static String write(Object value) {
+    public static String write(Object value) {
         StringBuilder sb = new StringBuilder();
         write(sb, value, 0);
         return sb.append('\n').toString();

@@ -227,7 +227,7 @@ final class RemoteCheckpoint implements AutoCloseable {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         if (ms > 2000 || bytes[0] > (64L << 20)) {
             System.err.printf(Locale.ROOT, "staged %d state files (%s) of %s in %.1f s%n", tasks.size(),
-                    Cli.bytes(bytes[0]), dir, ms / 1000.0);
+                    InspectReport.formatBytes(bytes[0]), dir, ms / 1000.0);
         }
     }
 

@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import io.checkpointsurgeon.cli.Cli;
 import org.junit.Test;
 
 /**

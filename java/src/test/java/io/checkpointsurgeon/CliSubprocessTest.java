@@ -307,7 +307,7 @@ public class CliSubprocessTest {
         Files.writeString(other.resolve("io/checkpointsurgeon/version.properties"), "version=9.9.9\n");
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
-                other + java.io.File.pathSeparator + jar, "io.checkpointsurgeon.Cli", "inspect",
+                other + java.io.File.pathSeparator + jar, "io.checkpointsurgeon.cli.Cli", "inspect",
                 CheckpointSurgeonTest.fixture("stale-union").toString()).redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(text, 2, p.waitFor());

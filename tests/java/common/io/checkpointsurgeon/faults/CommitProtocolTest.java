@@ -270,7 +270,7 @@ public class CommitProtocolTest {
         // The CLI says so and exits 2.
         Process p = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
                 "java.base/java.lang=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                "io.checkpointsurgeon.Cli", "remove-state", in.toString(), "--state", "union-list", "--apply",
+                "io.checkpointsurgeon.cli.Cli", "remove-state", in.toString(), "--state", "union-list", "--apply",
                 "--output", out.toString()).redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(60, TimeUnit.SECONDS));
@@ -281,7 +281,7 @@ public class CommitProtocolTest {
         // doctor with these Flink jars says a restore from it would fail, and gates with exit 4
         Process d = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
                 "java.base/java.lang=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                "io.checkpointsurgeon.Cli", "doctor", in.toString()).redirectErrorStream(true).start();
+                "io.checkpointsurgeon.cli.Cli", "doctor", in.toString()).redirectErrorStream(true).start();
         String report = new String(d.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(d.waitFor(60, TimeUnit.SECONDS));
         assertEquals(report, 4, d.exitValue());

@@ -109,7 +109,7 @@ public class KillDuringRepairTest {
             Path out = dir.resolveSibling(dir.getFileName() + "-out");
             List<String> cmd = new ArrayList<>(List.of(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED",
                     "-Dcheckpointsurgeon.test.stallAt=validate", "-cp", System.getProperty("java.class.path"),
-                    "io.checkpointsurgeon.Cli", "remove-state", dir.toString(), "--state", "union-list", "--apply"));
+                    "io.checkpointsurgeon.cli.Cli", "remove-state", dir.toString(), "--state", "union-list", "--apply"));
             cmd.addAll(inPlace ? List.of("--in-place") : List.of("--output", out.toString()));
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
@@ -154,7 +154,7 @@ public class KillDuringRepairTest {
             Path file = dir.resolve(fixture.getFileName());
             Files.copy(fixture, file);
             Process p = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
-                    "java.base/java.lang=ALL-UNNAMED", "-cp", cp, "io.checkpointsurgeon.Cli", "ha", "repair",
+                    "java.base/java.lang=ALL-UNNAMED", "-cp", cp, "io.checkpointsurgeon.cli.Cli", "ha", "repair",
                     file.toString(), "--uid", "source_consumer", "--state", "topic-partition-offset-states", "--apply")
                     .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
             long start = System.nanoTime();

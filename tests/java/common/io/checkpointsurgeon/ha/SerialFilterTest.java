@@ -137,7 +137,7 @@ public class SerialFilterTest {
         List<String> cmd = new ArrayList<>(List.of("/usr/bin/time", "-o", rss.toString(), "-f", "%M",
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(), "--add-opens",
                 "java.base/java.util=ALL-UNNAMED", "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-                "-Dmarker.file=" + MARKER, "-cp", System.getProperty("java.class.path"), "io.checkpointsurgeon.Cli"));
+                "-Dmarker.file=" + MARKER, "-cp", System.getProperty("java.class.path"), "io.checkpointsurgeon.cli.Cli"));
         cmd.addAll(List.of(args));
         long t0 = System.nanoTime();
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

@@ -146,7 +146,7 @@ public class StaleUnionRestoreTest {
         }
         String javaBin = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder pb = new ProcessBuilder(javaBin, "-cp", String.join(java.io.File.pathSeparator, cp),
-                "io.checkpointsurgeon.Cli", "remove-state", grown.toString(), "--uid", CONSUMER_UID,
+                "io.checkpointsurgeon.cli.Cli", "remove-state", grown.toString(), "--uid", CONSUMER_UID,
                 "--state", UNION_STATE, "--apply", "--output", out.toString()).redirectErrorStream(true);
         Process proc = pb.start();
         String output = new String(proc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);

@@ -577,7 +577,7 @@ public class S3CheckpointTest {
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
-        cmd.add("io.checkpointsurgeon.Cli");
+        cmd.add("io.checkpointsurgeon.cli.Cli");
         Collections.addAll(cmd, args);
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -1,4 +1,11 @@
-package io.checkpointsurgeon;
+package io.checkpointsurgeon.cli;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.Json;
+import io.checkpointsurgeon.Surgery;
+import io.checkpointsurgeon.SurgeryPlan;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -21,7 +28,7 @@ import picocli.CommandLine.Parameters;
         subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
-    static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
+    public static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
 
     /** {@code --version}: this jar's version and the native library's. */
     static final class Version implements CommandLine.IVersionProvider {
@@ -29,12 +36,11 @@ public final class Cli {
         public String[] getVersion() {
             String lib;
             try {
-                NativeBridge.ensureLoaded();
-                lib = "native library " + NativeBridge.libraryVersion() + " for " + NativeBridge.platform();
+                lib = "native library " + CheckpointSurgeon.nativeLibrary();
             } catch (CheckpointSurgeonException | LinkageError e) {
                 lib = "native library not loaded: " + e.getMessage();
             }
-            return new String[] {"checkpoint-surgeon " + NativeBridge.VERSION + " (" + lib + ")",
+            return new String[] {"checkpoint-surgeon " + CheckpointSurgeon.VERSION + " (" + lib + ")",
                     "Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name") + ")"};
         }
     }
@@ -43,7 +49,8 @@ public final class Cli {
         System.exit(run(args));
     }
 
-    static int run(String... args) {
+    /** Runs the command line and returns its exit code (for tests and embedding). */
+    public static int run(String... args) {
         try {
             return execute(args);
         } catch (Throwable e) {
@@ -74,7 +81,7 @@ public final class Cli {
     private static int unknownOutcome(Throwable e, PrintWriter err) {
         err.println("outcome unknown (exit 3): unexpected " + e + "; what was being written may be incomplete,"
                 + " the input was not changed");
-        if (System.getProperty(Commit.TRACE) != null) e.printStackTrace(err);
+        if (System.getProperty(CheckpointSurgeon.TRACE_PROPERTY) != null) e.printStackTrace(err);
         err.flush();
         return UNKNOWN;
     }
@@ -189,12 +196,12 @@ public final class Cli {
                 print(results);
                 return exitCode(results);
             }
-            Path path = FlinkFileSystems.localPath(pathArg);
+            Path path = CheckpointSurgeon.localPath(pathArg);
             boolean ha = java.nio.file.Files.isDirectory(path)
-                    ? !java.nio.file.Files.exists(path.resolve("_metadata")) && !haFiles(path).isEmpty()
+                    ? !java.nio.file.Files.exists(path.resolve("_metadata")) && !CheckpointSurgeon.haFiles(path).isEmpty()
                     : path.getFileName().toString().startsWith("completedCheckpoint");
             if (ha) {
-                java.util.List<Path> files = haFiles(path);
+                java.util.List<Path> files = CheckpointSurgeon.haFiles(path);
                 for (int i = 0; i < files.size(); i++) {
                     spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
                     results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i))));
@@ -371,18 +378,6 @@ public final class Cli {
             subcommands = {HaList.class, HaRepair.class})
     static final class Ha {}
 
-    static java.util.List<Path> haFiles(Path p) throws CheckpointSurgeonException {
-        if (!java.nio.file.Files.isDirectory(p)) return java.util.List.of(p);
-        try (var s = java.nio.file.Files.walk(p, 3)) {
-            return s.filter(f -> f.getFileName().toString().startsWith("completedCheckpoint")
-                            && !f.getFileName().toString().contains(".backup-")
-                            && !f.getFileName().toString().contains(".tmp-")
-                            && java.nio.file.Files.isRegularFile(f))
-                    .sorted().collect(java.util.stream.Collectors.toList());
-        } catch (java.io.IOException e) {
-            throw new CheckpointSurgeonException("IO", p + ": " + e, e);
-        }
-    }
 
     @Command(name = "list", mixinStandardHelpOptions = true,
             description = "List every completedCheckpoint file with its job, checkpoint id, size and union states.")
@@ -436,7 +431,7 @@ public final class Cli {
         public Integer call() throws CheckpointSurgeonException {
             PrintWriter out = spec.commandLine().getOut();
             java.util.List<Entry> entries = new java.util.ArrayList<>();
-            java.util.List<Path> files = haFiles(dir);
+            java.util.List<Path> files = CheckpointSurgeon.haFiles(dir);
             for (int i = 0; i < files.size(); i++) {
                 Path f = files.get(i);
                 spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), f);
@@ -510,7 +505,7 @@ public final class Cli {
             if (!apply && !json) {
                 out.println("The JobManager(s) must be stopped before --apply: a running leader rewrites these files.");
             }
-            java.util.List<Path> files = haFiles(path);
+            java.util.List<Path> files = CheckpointSurgeon.haFiles(path);
             java.util.List<CheckpointSurgeon.HaRepair> results = new java.util.ArrayList<>();
             if (apply) {
                 // all-or-nothing: every file is staged and validated before any is switched
@@ -666,8 +661,6 @@ public final class Cli {
     }
 
     static String bytes(long n) {
-        if (n < 1024) return n + " B";
-        if (n < 1024 * 1024) return String.format(Locale.ROOT, "%,d B (%.1f KiB)", n, n / 1024.0);
-        return String.format(Locale.ROOT, "%,d B (%.1f MiB)", n, n / (1024.0 * 1024));
+        return InspectReport.formatBytes(n);
     }
 }
