@@ -1,18 +1,22 @@
-//! The JNI bridge: every `extern "system"` export of the library, each a few lines that call
-//! the plain Rust API. Errors and panics become `io.checkpointsurgeon.CheckpointSurgeonException`
-//! (message `CODE: text`), never an abort of the JVM.
+//! The JNI bridge: every `extern "system"` export of the library (the natives of
+//! `io.checkpointsurgeon.NativeBridge`), each a few lines around one call of the plain Rust API.
+//! Arguments and results are [`crate::wire`] payloads. Errors and panics become
+//! `CheckpointSurgeonException(Code, message)`, built with the class, constructor and `Code`
+//! constants cached once; never an abort of the JVM.
 
-use crate::checkpoint::Checkpoint;
-use crate::error::Error;
-use crate::{commit, describe, inspect, metadata, surgery};
+use crate::codec::metadata;
+use crate::commit::{self, Checkpoint};
+use crate::error::{Code, Error};
+use crate::report::{describe, files, inspect};
+use crate::surgery::{self, Request};
+use crate::wire::{self, PlanSummary, Source};
 use bytes::Bytes;
 use jni::errors::ErrorPolicy;
-use jni::objects::{JByteArray, JClass, JString};
-use jni::{jni_str, Env, EnvUnowned};
+use jni::objects::{JByteArray, JClass, JObject, JString, JThrowable};
+use jni::refs::Global;
+use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue};
+use once_cell::sync::OnceCell;
 use std::path::Path;
-
-const EXCEPTION_CLASS: &jni::strings::JNIStr =
-    jni_str!("io/checkpointsurgeon/CheckpointSurgeonException");
 
 /// Errors of the bridge itself: the crate's errors plus JNI failures.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +27,76 @@ enum BridgeError {
     Jni(#[from] jni::errors::Error),
 }
 
-/// Throws `CheckpointSurgeonException("CODE: message")` and returns the default value.
+type Result<T> = std::result::Result<T, BridgeError>;
+
+/// The Java exception class, its `(Code, String)` constructor and every `Code` constant, in
+/// [`Code::ALL`] order: looked up once, on the first error.
+struct ExceptionRefs {
+    class: Global<JClass<'static>>,
+    constructor: jni::objects::JMethodID,
+    codes: Vec<Global<JObject<'static>>>,
+}
+
+static EXCEPTION: OnceCell<ExceptionRefs> = OnceCell::new();
+
+fn exception_refs(env: &mut Env<'_>) -> jni::errors::Result<&'static ExceptionRefs> {
+    EXCEPTION.get_or_try_init(|| {
+        let class = env.find_class(jni_str!("io/checkpointsurgeon/CheckpointSurgeonException"))?;
+        let constructor = env.get_method_id(
+            &class,
+            jni_str!("<init>"),
+            jni_sig!("(Lio/checkpointsurgeon/CheckpointSurgeonException$Code;Ljava/lang/String;)V"),
+        )?;
+        let code_class = env.find_class(jni_str!(
+            "io/checkpointsurgeon/CheckpointSurgeonException$Code"
+        ))?;
+        let mut codes = Vec::with_capacity(Code::ALL.len());
+        for code in Code::ALL {
+            let constant = env
+                .get_static_field(
+                    &code_class,
+                    jni::strings::JNIString::new(code.name()),
+                    jni_sig!("Lio/checkpointsurgeon/CheckpointSurgeonException$Code;"),
+                )?
+                .l()?;
+            codes.push(env.new_global_ref(constant)?);
+        }
+        Ok(ExceptionRefs {
+            class: env.new_global_ref(class)?,
+            constructor,
+            codes,
+        })
+    })
+}
+
+/// Throws `CheckpointSurgeonException(code, message)`; a `RuntimeException` if even that fails.
+fn throw(env: &mut Env<'_>, code: Code, message: &str) {
+    let thrown = (|| -> jni::errors::Result<()> {
+        let refs = exception_refs(env)?;
+        let index = Code::ALL.iter().position(|c| *c == code).unwrap_or(0);
+        let msg = JString::from_str(env, message)?;
+        // SAFETY: the constructor id was looked up on this class with exactly this signature,
+        // (Code, String), and the arguments are a Code constant and a String.
+        let obj = unsafe {
+            env.new_object_unchecked(
+                &refs.class,
+                refs.constructor,
+                &[
+                    JValue::Object(&refs.codes[index]).as_jni(),
+                    JValue::Object(&msg).as_jni(),
+                ],
+            )
+        }?;
+        let throwable = env.cast_local::<JThrowable>(obj)?;
+        env.throw(throwable)
+    })();
+    if thrown.is_err() && !env.exception_check() {
+        let msg = jni::strings::JNIString::new(format!("{}: {message}", code.name()));
+        let _ = env.throw_new(jni_str!("java/lang/RuntimeException"), &msg);
+    }
+}
+
+/// Resolves every export: throws the crate's error with its code, a panic as `PANIC`.
 struct ThrowSurgeonException;
 
 impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowSurgeonException {
@@ -39,9 +112,9 @@ impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowSurgeonException {
         }
         let code = match &err {
             BridgeError::Surgeon(e) => e.code(),
-            BridgeError::Jni(_) => "JNI",
+            BridgeError::Jni(_) => Code::Jni,
         };
-        throw(env, &format!("{code}: {err}"));
+        throw(env, code, &err.to_string());
         Ok(T::default())
     }
 
@@ -60,50 +133,119 @@ impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowSurgeonException {
         if env.exception_check() {
             env.exception_clear();
         }
-        throw(env, &format!("PANIC: native code panicked: {msg}"));
+        throw(env, Code::Panic, &format!("native code panicked: {msg}"));
         Ok(T::default())
     }
 }
 
-fn throw(env: &mut Env<'_>, msg: &str) {
-    let msg = jni::strings::JNIString::new(msg);
-    if env.throw_new(EXCEPTION_CLASS, &msg).is_err() && !env.exception_check() {
-        let _ = env.throw_new(jni_str!("java/lang/RuntimeException"), &msg);
-    }
-}
-
-fn bytes_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<Bytes, BridgeError> {
+fn bytes_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<Bytes> {
     Ok(Bytes::from(env.convert_byte_array(a)?))
 }
 
-fn string_arg(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>, BridgeError> {
+fn string_arg(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
     if s.is_null() {
         return Ok(None);
     }
     Ok(Some(s.try_to_string(env)?))
 }
 
-/// `byte[] NativeBridge.inspect(String path)`: the binary inspection report of a checkpoint.
+/// Runs `f` on the checkpoint a [`Source`] names. A file that shrinks while it is mapped fails
+/// the call (`mapguard`) instead of crashing the JVM.
+fn with_checkpoint<T>(
+    env: &Env<'_>,
+    source: &JByteArray<'_>,
+    f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
+) -> Result<T> {
+    commit::mapguard::reset();
+    let cp = match Source::decode(bytes_arg(env, source)?)? {
+        Source::Path(p) => Checkpoint::open(Path::new(&p))?,
+        Source::Bytes {
+            metadata,
+            name,
+            dir,
+            mirrors,
+        } => {
+            let mut cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), metadata)?;
+            for (prefix, local) in mirrors {
+                cp.add_mirror(&prefix, local.into());
+            }
+            cp
+        }
+    };
+    let out = f(&cp)?;
+    commit::mapguard::check()?;
+    Ok(out)
+}
+
+/// `byte[] inspect(byte[] source)`: the inspection report.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspect<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
-    path: JString<'l>,
+    source: JByteArray<'l>,
 ) -> JByteArray<'l> {
     unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let path = string_arg(env, &path)?.unwrap_or_default();
-            let cp = Checkpoint::open(Path::new(&path))?;
-            let report = inspect::inspect(&cp).encode();
-            crate::mapguard::check()?;
+        .with_env(|env| -> Result<_> {
+            let report = with_checkpoint(env, &source, |cp| Ok(inspect::inspect(cp).encode()))?;
             Ok(env.byte_array_from_slice(&report)?)
         })
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `String NativeBridge.describe(byte[] metadata)`: the canonical description.
+/// `byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri)`: the surgery
+/// plan. With a `streamDir`, also the stage step of the commit (`commit::stage`): the new state
+/// files and the new `_metadata` under fresh names there; absolute handles of new files name
+/// `<outputUri>/<file>` when the caller uploads them there (a Flink path).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    source: JByteArray<'l>,
+    request: JByteArray<'l>,
+    stream_dir: JString<'l>,
+    output_uri: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let req = Request::decode(bytes_arg(env, &request)?)?;
+            let stream_dir = string_arg(env, &stream_dir)?;
+            let output_uri = string_arg(env, &output_uri)?;
+            let plan = with_checkpoint(env, &source, |cp| {
+                let plan = surgery::plan(cp, &req, &mut commit::random_file_name)?;
+                let staged = match &stream_dir {
+                    Some(d) => Some(commit::stage(
+                        cp,
+                        &plan,
+                        Path::new(d),
+                        output_uri.as_deref(),
+                    )?),
+                    None => None,
+                };
+                Ok(PlanSummary::of(cp, &plan, staged.as_ref()).encode())
+            })?;
+            Ok(env.byte_array_from_slice(&plan)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] stateFiles(byte[] source)`: the files the checkpoint's state lives in.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    source: JByteArray<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let list = with_checkpoint(env, &source, |cp| {
+                Ok(wire::encode_state_files(&files::state_files(&cp.metadata)))
+            })?;
+            Ok(env.byte_array_from_slice(&list)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `String describe(byte[] metadata)`: the canonical description.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -111,7 +253,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
     metadata: JByteArray<'l>,
 ) -> JString<'l> {
     unowned
-        .with_env(|env| -> Result<_, BridgeError> {
+        .with_env(|env| -> Result<_> {
             let md =
                 metadata::parse(bytes_arg(env, &metadata)?).map_err(|e| e.in_file("<bytes>"))?;
             Ok(JString::from_str(env, describe::describe(&md))?)
@@ -119,7 +261,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] NativeBridge.roundTrip(byte[] metadata)`: parse, then write the model again.
+/// `byte[] roundTrip(byte[] metadata)`: parse, then write the model again.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_roundTrip<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -127,7 +269,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_roundTrip<'l>(
     metadata: JByteArray<'l>,
 ) -> JByteArray<'l> {
     unowned
-        .with_env(|env| -> Result<_, BridgeError> {
+        .with_env(|env| -> Result<_> {
             let md =
                 metadata::parse(bytes_arg(env, &metadata)?).map_err(|e| e.in_file("<bytes>"))?;
             Ok(env.byte_array_from_slice(&md.to_vec())?)
@@ -135,269 +277,53 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_roundTrip<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `void NativeBridge.panicForTesting()`: proves that a Rust panic reaches Java as an exception.
+/// `byte[] wireEcho(byte[] payload)`: decodes any wire payload and encodes it again (tests).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_wireEcho<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    payload: JByteArray<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let out = wire::echo(bytes_arg(env, &payload)?)?;
+            Ok(env.byte_array_from_slice(&out)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `String errorCodes()`: the names of [`Code::ALL`], one per line (the Java enum must match).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_errorCodes<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let names: Vec<&str> = Code::ALL.iter().map(|c| c.name()).collect();
+            Ok(JString::from_str(env, names.join("\n"))?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `void panicForTesting()`: proves that a Rust panic reaches Java as an exception.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_panicForTesting<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) {
     unowned
-        .with_env(|_env| -> Result<(), BridgeError> {
-            panic!("deliberate panic to test the JNI boundary")
-        })
+        .with_env(|_env| -> Result<()> { panic!("deliberate panic to test the JNI boundary") })
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] NativeBridge.plan(String path, String request)`: the surgery plan; writes nothing.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    path: JString<'l>,
-    request: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let path = string_arg(env, &path)?.unwrap_or_default();
-            let req = request_arg(env, &request)?;
-            let cp = Checkpoint::open(Path::new(&path))?;
-            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
-            crate::mapguard::check()?;
-            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-/// `byte[] NativeBridge.stage(String path, String request, String streamDir)`: plans the surgery
-/// and writes its new state files and new `_metadata` under fresh names in `streamDir` (see
-/// `commit::stage`); returns the plan with what was staged.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stage<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    path: JString<'l>,
-    request: JString<'l>,
-    stream_dir: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let path = string_arg(env, &path)?.unwrap_or_default();
-            let req = request_arg(env, &request)?;
-            let stream_dir = string_arg(env, &stream_dir)?.unwrap_or_default();
-            let cp = Checkpoint::open(Path::new(&path))?;
-            let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name)?;
-            let staged = commit::stage(&cp, &plan, Path::new(&stream_dir), None)?;
-            crate::mapguard::check()?;
-            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, Some(&staged)))?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-// ---------------------------------------------------------------------------------------------
-// Metadata bytes held by Java: an HA CompletedCheckpoint's state, or a remote checkpoint (S3, HDFS,
-// GCS, ... through Flink's FileSystem on the Java side) that Java staged in a local mirror
-// directory. `dir` is where relative state files live; `mirrors` (may be null) names the remote
-// directories mirrored locally: lines `remote-prefix<TAB>local-dir`.
-
-fn mirrored_checkpoint(
-    env: &Env<'_>,
-    metadata: &JByteArray<'_>,
-    name: &JString<'_>,
-    dir: &JString<'_>,
-    mirrors: &JString<'_>,
-) -> Result<Checkpoint, BridgeError> {
-    let bytes = bytes_arg(env, metadata)?;
-    let name = string_arg(env, name)?.unwrap_or_else(|| "<bytes>".into());
-    let dir = string_arg(env, dir)?;
-    let cp = Checkpoint::from_bytes(&name, dir.as_deref().map(Path::new), bytes)?;
-    Ok(cp.with_mirrors(&string_arg(env, mirrors)?.unwrap_or_default())?)
-}
-
-fn request_arg(env: &Env<'_>, request: &JString<'_>) -> Result<surgery::Request, BridgeError> {
-    Ok(surgery::Request::parse(
-        &string_arg(env, request)?.unwrap_or_default(),
-    )?)
-}
-
-/// `String NativeBridge.stateFiles(byte[] metadata)`: every file-backed stream handle, one per
-/// line: `op|other <TAB> relative|file|segment <TAB> path [<TAB> start <TAB> size]`; `op` marks
-/// the delegates of operator state handles (the streams inspect and surgery read).
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            let bytes = bytes_arg(env, &metadata)?;
-            let md = metadata::parse(bytes).map_err(|e| e.in_file("<metadata>"))?;
-            Ok(JString::from_str(env, state_file_lines(&md))?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-/// `String NativeBridge.stateFilesOf(String path)`: [`Java_io_checkpointsurgeon_NativeBridge_stateFiles`]
-/// of a local checkpoint, read natively.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFilesOf<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    path: JString<'l>,
-) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let path = string_arg(env, &path)?.unwrap_or_default();
-            let cp = Checkpoint::open(Path::new(&path))?;
-            let lines = state_file_lines(&cp.metadata);
-            crate::mapguard::check()?;
-            Ok(JString::from_str(env, lines)?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-fn state_file_lines(md: &metadata::CheckpointMetadata) -> String {
-    use crate::handles::StreamHandle;
-    fn line(scope: &str, h: &StreamHandle) -> Option<String> {
-        match h {
-            StreamHandle::RelativeFile { path, .. } => Some(format!("{scope}\trelative\t{path}")),
-            StreamHandle::File { path, .. } => Some(format!("{scope}\tfile\t{path}")),
-            StreamHandle::Segment {
-                path, start, size, ..
-            } => Some(format!("{scope}\tsegment\t{path}\t{start}\t{size}")),
-            _ => None,
-        }
-    }
-    let mut op = Vec::new();
-    for o in &md.operators {
-        for (_, st) in o.subtask_states() {
-            for h in [st.managed_operator(), st.raw_operator()]
-                .into_iter()
-                .flatten()
-            {
-                if let Some(l) = h.delegate.as_ref().and_then(|d| line("op", d)) {
-                    op.push(l);
-                }
-            }
-        }
-    }
-    let mut all = Vec::new();
-    md.visit_stream_handles(&mut |h| {
-        if let Some(l) = line("other", h) {
-            all.push(l);
-        }
-    });
-    op.sort();
-    op.dedup();
-    all.sort();
-    all.dedup();
-    let mut out = op.join("\n");
-    for l in all {
-        out.push('\n');
-        out.push_str(&l);
-    }
-    out
-}
-
-/// `byte[] NativeBridge.inspectMirrored(byte[] metadata, String name, String dir, String mirrors)`.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspectMirrored<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-    name: JString<'l>,
-    dir: JString<'l>,
-    mirrors: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
-            let report = inspect::inspect(&cp).encode();
-            crate::mapguard::check()?;
-            Ok(env.byte_array_from_slice(&report)?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-/// `byte[] NativeBridge.planMirrored(byte[] metadata, String name, String dir, String request,
-/// String mirrors)`: the plan; writes nothing.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_planMirrored<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-    name: JString<'l>,
-    dir: JString<'l>,
-    request: JString<'l>,
-    mirrors: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
-            let plan = surgery::plan(
-                &cp,
-                &request_arg(env, &request)?,
-                &mut surgery::random_file_name,
-            )?;
-            crate::mapguard::check()?;
-            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, None))?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-/// `byte[] NativeBridge.stageMirrored(byte[] metadata, String name, String dir, String request,
-/// String mirrors, String outputUri, String streamDir)`: [`Java_io_checkpointsurgeon_NativeBridge_stage`]
-/// on metadata bytes. With an `outputUri` (a Flink path), absolute handles of new files name
-/// `<outputUri>/<file>`, where the caller uploads them from `streamDir`.
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stageMirrored<'l>(
-    mut unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    metadata: JByteArray<'l>,
-    name: JString<'l>,
-    dir: JString<'l>,
-    request: JString<'l>,
-    mirrors: JString<'l>,
-    output_uri: JString<'l>,
-    stream_dir: JString<'l>,
-) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            // a mapped file truncated meanwhile must fail the call (mapguard)
-            crate::mapguard::reset();
-            let cp = mirrored_checkpoint(env, &metadata, &name, &dir, &mirrors)?;
-            let out_uri = string_arg(env, &output_uri)?;
-            let stream_dir = string_arg(env, &stream_dir)?.unwrap_or_default();
-            let plan = surgery::plan(
-                &cp,
-                &request_arg(env, &request)?,
-                &mut surgery::random_file_name,
-            )?;
-            let staged = commit::stage(&cp, &plan, Path::new(&stream_dir), out_uri.as_deref())?;
-            crate::mapguard::check()?;
-            Ok(env.byte_array_from_slice(&surgery::encode_plan(&cp, &plan, Some(&staged)))?)
-        })
-        .resolve::<ThrowSurgeonException>()
-}
-
-/// Directory locks held for Java (`NativeBridge.lockDirectory` / `unlockDirectory`), by id.
+/// Directory locks held for Java (`lockDirectory` / `unlockDirectory`), by id.
 static LOCKS: std::sync::Mutex<std::collections::BTreeMap<i64, std::fs::File>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 static NEXT_LOCK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
 
-/// `long NativeBridge.lockDirectory(String dir)`: takes the commit lock of a directory
-/// (`commit::lock_dir`) and returns its id for `unlockDirectory`.
+/// `long lockDirectory(String dir)`: takes the commit lock of a directory (`commit::lock_dir`)
+/// and returns its id for `unlockDirectory`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_lockDirectory<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -405,7 +331,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_lockDirectory<'l>(
     dir: JString<'l>,
 ) -> jni::sys::jlong {
     unowned
-        .with_env(|env| -> Result<_, BridgeError> {
+        .with_env(|env| -> Result<_> {
             let dir = string_arg(env, &dir)?.unwrap_or_default();
             let file = commit::lock_dir(Path::new(&dir))?;
             let id = NEXT_LOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -418,7 +344,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_lockDirectory<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `void NativeBridge.unlockDirectory(long id)`: releases a lock taken by `lockDirectory`.
+/// `void unlockDirectory(long id)`: releases a lock taken by `lockDirectory`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_unlockDirectory<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -426,23 +352,21 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_unlockDirectory<'l
     id: jni::sys::jlong,
 ) {
     unowned
-        .with_env(|_env| -> Result<(), BridgeError> {
+        .with_env(|_env| -> Result<()> {
             LOCKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             Ok(())
         })
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `String NativeBridge.libraryVersion()`: the crate version, which the Java side checks against
-/// its own before it uses the library.
+/// `String libraryVersion()`: the crate version, which the Java side checks against its own
+/// before it uses the library.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_libraryVersion<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JString<'l> {
     unowned
-        .with_env(|env| -> Result<_, BridgeError> {
-            Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?)
-        })
+        .with_env(|env| -> Result<_> { Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?) })
         .resolve::<ThrowSurgeonException>()
 }

@@ -1,7 +1,80 @@
-//! The crate's one error type. Format errors carry the byte offset and what was expected there;
-//! the file they concern is attached once, at the top, with [`Error::in_file`].
+//! The crate's one error type and the one list of error codes. Format errors carry the byte
+//! offset and what was expected there; the file they concern is attached once, at the top, with
+//! [`Error::in_file`].
 
 use std::fmt;
+
+/// The stable code of every failure the tool reports, raised in Rust or in Java. The Java twin is
+/// `CheckpointSurgeonException.Code` (same names, same order: a test checks it); the bridge builds
+/// the Java exception with its constant. README's table of codes is checked against [`Code::ALL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    Format,
+    Unsupported,
+    Io,
+    InvalidArgument,
+    NothingSelected,
+    Locked,
+    Validation,
+    FlinkMissing,
+    Library,
+    Wire,
+    Jni,
+    Panic,
+}
+
+impl Code {
+    pub const ALL: [Code; 12] = [
+        Code::Format,
+        Code::Unsupported,
+        Code::Io,
+        Code::InvalidArgument,
+        Code::NothingSelected,
+        Code::Locked,
+        Code::Validation,
+        Code::FlinkMissing,
+        Code::Library,
+        Code::Wire,
+        Code::Jni,
+        Code::Panic,
+    ];
+
+    /// The name both sides use (`INVALID_ARGUMENT`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::Format => "FORMAT",
+            Code::Unsupported => "UNSUPPORTED",
+            Code::Io => "IO",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::NothingSelected => "NOTHING_SELECTED",
+            Code::Locked => "LOCKED",
+            Code::Validation => "VALIDATION",
+            Code::FlinkMissing => "FLINK_MISSING",
+            Code::Library => "LIBRARY",
+            Code::Wire => "WIRE",
+            Code::Jni => "JNI",
+            Code::Panic => "PANIC",
+        }
+    }
+
+    /// What the code means, as README's table says it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Code::Format => "the bytes are not what Flink writes: the message names the file, the byte offset and what was expected",
+            Code::Unsupported => "valid Flink bytes this version of the tool does not handle",
+            Code::Io => "a file could not be read, created or renamed",
+            Code::InvalidArgument => "the request cannot be done on this input (bad selector, state not of that kind, unsafe path, ...)",
+            Code::NothingSelected => "the selection matches nothing (a typo, or a checkpoint already repaired)",
+            Code::Locked => "another run holds the lock of a directory this run would change",
+            Code::Validation => "the result failed a check (Flink's loader, the read-back, a file that changed meanwhile); nothing was made visible",
+            Code::FlinkMissing => "the operation needs Flink's classes on the class path (HA files, Flink paths, the loader check)",
+            Code::Library => "the native library could not be loaded, or is of another version than the jar",
+            Code::Wire => "a payload between Java and the native library is malformed or of another wire version",
+            Code::Jni => "a JNI call failed",
+            Code::Panic => "a bug: the native code panicked (the JVM keeps running)",
+        }
+    }
+}
 
 /// Every failure of the codec, the inspector and the surgery.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +110,9 @@ pub enum Error {
     /// Another run holds the lock of a directory this run would change.
     #[error("{0}")]
     Locked(String),
+    /// A JNI payload that does not follow the wire layout (see [`crate::wire`]).
+    #[error("{0}")]
+    Wire(String),
 }
 
 fn file_prefix(file: &str) -> String {
@@ -83,14 +159,15 @@ impl Error {
     }
 
     /// The stable code that the Java exception carries.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            Error::Format { .. } => "FORMAT",
-            Error::Unsupported { .. } => "UNSUPPORTED",
-            Error::Io { .. } => "IO",
-            Error::InvalidArgument(_) => "INVALID_ARGUMENT",
-            Error::NothingSelected(_) => "NOTHING_SELECTED",
-            Error::Locked(_) => "LOCKED",
+            Error::Format { .. } => Code::Format,
+            Error::Unsupported { .. } => Code::Unsupported,
+            Error::Io { .. } => Code::Io,
+            Error::InvalidArgument(_) => Code::InvalidArgument,
+            Error::NothingSelected(_) => Code::NothingSelected,
+            Error::Locked(_) => Code::Locked,
+            Error::Wire(_) => Code::Wire,
         }
     }
 }

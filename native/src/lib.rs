@@ -1,22 +1,23 @@
 //! checkpoint-surgeon: reads and rewrites Flink checkpoint `_metadata` files and the
-//! operator-state streams they reference. The format modules take and return bytes and know
-//! nothing of the JVM; `bridge` is the only module that does.
+//! operator-state streams they reference.
+//!
+//! The folders are the layers, each knowing only the ones above it in this list:
+//! - [`codec`]: Flink's byte formats (`_metadata`, state handles, operator-state streams, the
+//!   Java-serialization check). Bytes in, model out; no file system, no JNI.
+//! - [`surgery`]: requests, operator selection, planning and stream cutting, on the model.
+//! - [`report`]: inspect, describe and the Kafka decoders, on the model.
+//! - [`commit`]: the file system: reading a checkpoint (mapped, guarded), staging the new files
+//!   of a surgery and the directory locks of the commit protocol.
+//! - [`wire`]: every payload that crosses JNI, versioned; the Java twin is `Wire.java`.
+//! - `bridge`: the `extern "system"` exports, a few lines each.
 
-pub mod checkpoint;
+pub mod codec;
 pub mod commit;
-pub mod describe;
 pub mod error;
-pub mod handles;
-pub mod inspect;
-pub mod io;
-pub mod javaser;
-pub mod kafka;
-pub mod mapguard;
-pub mod metadata;
-pub mod opstate;
+pub mod report;
 pub mod surgery;
-pub mod uid;
+pub mod wire;
 
 mod bridge;
 
-pub use error::{Error, Result};
+pub use error::{Code, Error, Result};

@@ -3,10 +3,10 @@
 //! stream headers that agree with their handles.
 
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::handles::{Mode, StreamHandle};
-use checkpoint_surgeon::opstate::{self, EntryKind};
-use checkpoint_surgeon::{inspect, metadata};
+use checkpoint_surgeon::codec::handles::{Mode, StreamHandle};
+use checkpoint_surgeon::codec::opstate::{self, EntryKind};
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::{codec::metadata, report::inspect};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> Vec<PathBuf> {

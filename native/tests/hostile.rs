@@ -2,7 +2,7 @@
 //! quickly and without building a model much larger than the input.
 
 use bytes::Bytes;
-use checkpoint_surgeon::metadata;
+use checkpoint_surgeon::codec::metadata;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -113,8 +113,8 @@ fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("state");
     std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
-    checkpoint_surgeon::mapguard::reset();
-    let bytes = checkpoint_surgeon::checkpoint::map_file(&path).unwrap();
+    checkpoint_surgeon::commit::mapguard::reset();
+    let bytes = checkpoint_surgeon::commit::read::map_file(&path).unwrap();
     assert_eq!(bytes[0], 7);
     // another process (here: this one) cuts the file while it is mapped
     std::fs::OpenOptions::new()
@@ -128,7 +128,7 @@ fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
         sum < 7 * (1 << 20),
         "the pages past the new end read as zeros"
     );
-    let e = checkpoint_surgeon::mapguard::check()
+    let e = checkpoint_surgeon::commit::mapguard::check()
         .unwrap_err()
         .to_string();
     assert!(
@@ -136,7 +136,7 @@ fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
         "{e}"
     );
     assert!(
-        checkpoint_surgeon::mapguard::check().is_ok(),
+        checkpoint_surgeon::commit::mapguard::check().is_ok(),
         "reported once"
     );
     drop(bytes);

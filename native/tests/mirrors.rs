@@ -3,12 +3,12 @@
 //! its new files in the remote output directory.
 
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
+use checkpoint_surgeon::codec::handles::StreamHandle;
+use checkpoint_surgeon::codec::io::JStr;
+use checkpoint_surgeon::codec::metadata::{self, SubtaskEntry, Subtasks};
 use checkpoint_surgeon::commit;
-use checkpoint_surgeon::handles::StreamHandle;
-use checkpoint_surgeon::io::JStr;
-use checkpoint_surgeon::metadata::{self, SubtaskEntry, Subtasks};
-use checkpoint_surgeon::surgery::{self, Request};
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::surgery::{self, Request, Selector};
 use std::path::{Path, PathBuf};
 
 const JOB: &str = "s3://bucket/checkpoints/job";
@@ -139,8 +139,8 @@ fn surgery_names_new_files_in_the_remote_output_directory() {
                 .and_then(|h| h.states.first().map(|s| s.name.to_string()))
         })
         .unwrap();
-    let req = Request::parse(&format!("remove-state\tall\t\t{state}\n")).unwrap();
-    let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
+    let req = Request::remove_state(Selector::All, &state);
+    let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap();
     let out = "s3://bucket/repaired/chk-7";
     let applied = commit::stage(&cp, &plan, &dir, Some(out)).unwrap();
     assert!(!applied.written.is_empty());

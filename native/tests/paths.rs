@@ -3,10 +3,10 @@
 //! checkpoint directory.
 
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::handles::StreamHandle;
-use checkpoint_surgeon::io::JStr;
-use checkpoint_surgeon::metadata::{self, SubtaskEntry, Subtasks};
+use checkpoint_surgeon::codec::handles::StreamHandle;
+use checkpoint_surgeon::codec::io::JStr;
+use checkpoint_surgeon::codec::metadata::{self, SubtaskEntry, Subtasks};
+use checkpoint_surgeon::commit::read::Checkpoint;
 use std::path::Path;
 
 /// The operator-state-files fixture with every relative delegate renamed to `name`.
@@ -121,7 +121,7 @@ fn without_a_directory_no_file_is_read() {
         size: 10,
     });
     let cp = Checkpoint::from_bytes("crafted", None, Bytes::from(bytes)).unwrap();
-    let report = checkpoint_surgeon::inspect::inspect(&cp);
+    let report = checkpoint_surgeon::report::inspect::inspect(&cp);
     let errors: Vec<_> = report
         .operators
         .iter()

@@ -3,9 +3,9 @@
 //! plans without panicking.
 
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::surgery::{self, Request};
-use checkpoint_surgeon::{describe, inspect, metadata};
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::surgery::{self, Request, Selector};
+use checkpoint_surgeon::{codec::metadata, report::describe, report::inspect};
 
 #[test]
 fn every_fuzzer_finding_is_handled() {
@@ -22,7 +22,7 @@ fn every_fuzzer_finding_is_handled() {
         let _ = describe::describe(&md);
         let cp = Checkpoint::from_bytes("regression", None, Bytes::from(data)).unwrap();
         let _ = inspect::inspect(&cp).encode();
-        let req = Request::parse("remove-state\tall\t\ttopic-partition-offset-states\n").unwrap();
+        let req = Request::remove_state(Selector::All, "topic-partition-offset-states");
         if let Ok(plan) = surgery::plan(&cp, &req, &mut || "f".into()) {
             assert_eq!(
                 metadata::parse(Bytes::from(plan.metadata.to_vec())).unwrap(),

@@ -3,46 +3,21 @@
 //! to the byte. Flink's own loader and a real restore judge the results in the Java tests.
 
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
+use checkpoint_surgeon::codec::handles::OperatorHandle;
+use checkpoint_surgeon::codec::io::JStr;
+use checkpoint_surgeon::codec::opstate;
+use checkpoint_surgeon::codec::uid::operator_id_for_uid;
 use checkpoint_surgeon::commit;
-use checkpoint_surgeon::describe;
-use checkpoint_surgeon::handles::OperatorHandle;
-use checkpoint_surgeon::io::JStr;
-use checkpoint_surgeon::opstate;
-use checkpoint_surgeon::surgery::{self, Request};
-use checkpoint_surgeon::uid::operator_id_for_uid;
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::report::describe;
+use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Request, Selector};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+mod common;
+use common::{copy_fixture, fixture_dirs, temp_dir};
 
 const STALE: &str = "topic-partition-offset-states";
-
-fn fixture_dirs(name: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path().join(name))
-        .filter(|p| p.join("_metadata").is_file())
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no fixture {name}");
-    v
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cs-test-{tag}-{}", surgery::random_file_name()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Copies a fixture so in-place tests never touch the repository.
-fn copy_fixture(dir: &Path) -> PathBuf {
-    let to = temp_dir("copy");
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
-    }
-    to
-}
 
 /// Every element of every state, keyed by (operator, subtask, state), as raw bytes.
 fn elements(cp: &Checkpoint) -> HashMap<(String, i32, String), Vec<Bytes>> {
@@ -92,10 +67,9 @@ fn untouched_lines(cp: &Checkpoint) -> Vec<String> {
         .collect()
 }
 
-fn run(dir: &Path, request: &str, out: &Path) -> (Checkpoint, Checkpoint, surgery::Plan) {
+fn run(dir: &Path, req: Request, out: &Path) -> (Checkpoint, Checkpoint, surgery::Plan) {
     let before = Checkpoint::open(dir).unwrap();
-    let req = Request::parse(request).unwrap();
-    let plan = surgery::plan(&before, &req, &mut surgery::random_file_name).unwrap();
+    let plan = surgery::plan(&before, &req, &mut commit::random_file_name).unwrap();
     std::fs::create_dir_all(out).unwrap();
     let staged = commit::stage(&before, &plan, out, None).unwrap();
     // What the Java commit does next: place the unchanged files, then publish `_metadata`.
@@ -127,7 +101,7 @@ fn purge_removes_the_stale_union_state_and_keeps_everything_else() {
         let out = temp_dir("purge");
         let (before, after, plan) = run(
             &dir,
-            &format!("depth\tpurge\nremove-state\tuid\tsource_consumer\t{STALE}\n"),
+            Request::remove_state(Selector::Uid("source_consumer".into()), STALE),
             &out.join("new"),
         );
         assert!(after.bytes.len() < before.bytes.len());
@@ -170,7 +144,7 @@ fn metadata_only_removal_keeps_the_header_entry() {
         let out = temp_dir("mdonly");
         let (before, after, _) = run(
             &dir,
-            &format!("depth\tmetadata-only\nremove-state\tall\t\t{STALE}\n"),
+            Request::remove_state(Selector::All, STALE).with_depth(Depth::MetadataOnly),
             &out.join("new"),
         );
         let stale = JStr::new(STALE);
@@ -195,7 +169,7 @@ fn dedupe_keeps_exactly_one_copy_of_each_distinct_union_element() {
         let out = temp_dir("dedupe");
         let (before, after, _) = run(
             &dir,
-            &format!("dedupe-union\tuid\tsource_consumer\t{STALE}\n"),
+            Request::dedupe_union(Selector::Uid("source_consumer".into()), STALE),
             &out.join("new"),
         );
         let collect = |cp: &Checkpoint| {
@@ -227,7 +201,11 @@ fn dedupe_keeps_exactly_one_copy_of_each_distinct_union_element() {
 fn purge_of_file_backed_streams_writes_new_files_and_links_the_rest() {
     for dir in fixture_dirs("operator-state-files") {
         let out = temp_dir("files").join("new");
-        let (before, after, plan) = run(&dir, "remove-state\tall\t\tunion-list\n", &out);
+        let (before, after, plan) = run(
+            &dir,
+            Request::remove_state(Selector::All, "union-list"),
+            &out,
+        );
         assert!(!plan.new_streams.is_empty());
         for s in &plan.new_streams {
             let name = s.file_name.as_ref().unwrap();
@@ -258,7 +236,11 @@ fn remove_operator_drops_only_that_operator() {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let (before, after, _) = run(&dir, &format!("remove-operator\tid\t{id}\n"), &out);
+        let (before, after, _) = run(
+            &dir,
+            Request::remove_operator(Selector::id_hex(&id).unwrap()),
+            &out,
+        );
         assert_eq!(
             after.metadata.operators.len(),
             before.metadata.operators.len() - 1
@@ -278,15 +260,14 @@ fn a_selector_that_matches_nothing_is_an_error() {
     let dir = &fixture_dirs("stale-union")[0];
     let cp = Checkpoint::open(dir).unwrap();
     for req in [
-        "remove-state\tuid\tno-such-uid\ttopic-partition-offset-states\n",
-        "remove-state\tall\t\tno-such-state\n",
-        "dedupe-union\tall\t\tposition\n",
+        Request::remove_state(
+            Selector::Uid("no-such-uid".into()),
+            "topic-partition-offset-states",
+        ),
+        Request::remove_state(Selector::All, "no-such-state"),
+        Request::dedupe_union(Selector::All, "position"),
     ] {
-        let r = surgery::plan(
-            &cp,
-            &Request::parse(req).unwrap(),
-            &mut surgery::random_file_name,
-        );
+        let r = surgery::plan(&cp, &req, &mut commit::random_file_name);
         assert!(r.is_err(), "{req:?} should fail");
     }
 }
@@ -309,8 +290,8 @@ fn staging_writes_only_fresh_names_and_cleans_up_on_failure() {
     let dir = copy_fixture(&fixture_dirs("operator-state-files")[0]);
     let before = listing(&dir);
     let cp = Checkpoint::open(&dir).unwrap();
-    let req = Request::parse("remove-state\tall\t\tunion-list\n").unwrap();
-    let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap();
+    let req = Request::remove_state(Selector::All, "union-list");
+    let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap();
     let names: Vec<String> = plan
         .new_streams
         .iter()
@@ -329,10 +310,67 @@ fn staging_writes_only_fresh_names_and_cleans_up_on_failure() {
 
     // A plan that picks names that exist now (the files just staged) is refused: nothing is
     // opened onto them, and the failed stage removes what it created itself.
-    let mut again = std::iter::once(surgery::random_file_name()).chain(names.clone());
+    let mut again = std::iter::once(commit::random_file_name()).chain(names.clone());
     let plan2 = surgery::plan(&cp, &req, &mut || again.next().unwrap()).unwrap();
     let e = commit::stage(&cp, &plan2, &dir, None).unwrap_err();
     assert!(e.to_string().contains("exists"), "{e}");
     assert_eq!(listing(&dir), after, "a failed stage leaves nothing behind");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn rename_operator_moves_all_state_including_the_coordinator_state() {
+    // flip27-source: a FLIP-27 source, whose enumerator state is the coordinator state.
+    for dir in fixture_dirs("flip27-source") {
+        let before = Checkpoint::open(&dir).unwrap();
+        let source = before
+            .metadata
+            .operators
+            .iter()
+            .find(|o| o.coordinator.is_some())
+            .expect("the fixture has coordinator state")
+            .clone();
+        let out = temp_dir("rename");
+        let req = Request::rename_operator(
+            Selector::Id(source.id),
+            NewIdentity::Uid("renamed source\twith a tab".into()),
+            None,
+        );
+        let (_, after, plan) = run(&dir, req, &out);
+        let new_id = operator_id_for_uid("renamed source\twith a tab");
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.changes[0].action, "rename-operator");
+        let moved = after
+            .metadata
+            .operators
+            .iter()
+            .find(|o| o.id == new_id)
+            .expect("the operator has its new id");
+        assert!(after.metadata.operators.iter().all(|o| o.id != source.id));
+        // Everything but the identity is what it was, coordinator state included.
+        assert_eq!(moved.coordinator, source.coordinator);
+        assert_eq!(moved.subtasks, source.subtasks);
+        assert_eq!(moved.parallelism, source.parallelism);
+        assert_eq!(
+            after.metadata.operators.len(),
+            before.metadata.operators.len()
+        );
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+#[test]
+fn rename_operator_refuses_an_id_that_exists() {
+    let dir = &fixture_dirs("stale-union")[0];
+    let cp = Checkpoint::open(dir).unwrap();
+    let ops = &cp.metadata.operators;
+    let req = Request::rename_operator(Selector::Id(ops[0].id), NewIdentity::Id(ops[1].id), None);
+    let Err(e) = surgery::plan(&cp, &req, &mut commit::random_file_name) else {
+        panic!("a rename onto an existing id must fail");
+    };
+    assert_eq!(e.code(), checkpoint_surgeon::Code::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("already exists"), "{e}");
+    // The same operator as target is no conflict.
+    let same = Request::rename_operator(Selector::Id(ops[0].id), NewIdentity::Id(ops[0].id), None);
+    surgery::plan(&cp, &same, &mut commit::random_file_name).unwrap();
 }

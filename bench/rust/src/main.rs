@@ -4,9 +4,9 @@
 //!
 //!     bench_apply CHECKPOINT OUT_DIR STATE [purge|metadata-only]
 
-use checkpoint_surgeon::checkpoint::Checkpoint;
+use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::commit;
-use checkpoint_surgeon::surgery::{self, Request};
+use checkpoint_surgeon::surgery::{self, Depth, Request, Selector};
 use std::path::Path;
 use std::time::Instant;
 
@@ -17,12 +17,14 @@ fn main() {
         std::process::exit(1);
     }
     let depth = args.get(3).map(String::as_str).unwrap_or("purge");
-    let req = Request::parse(&format!("depth\t{depth}\nremove-state\tall\t\t{}\n", args[2]))
-        .unwrap_or_else(|e| fail(e));
+    let req = Request::remove_state(Selector::All, &args[2]).with_depth(match depth {
+        "metadata-only" => Depth::MetadataOnly,
+        _ => Depth::Purge,
+    });
     let t0 = Instant::now();
     let cp = Checkpoint::open(Path::new(&args[0])).unwrap_or_else(|e| fail(e));
     let t1 = Instant::now();
-    let plan = surgery::plan(&cp, &req, &mut surgery::random_file_name).unwrap_or_else(|e| fail(e));
+    let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_or_else(|e| fail(e));
     let t2 = Instant::now();
     let out = Path::new(&args[1]);
     std::fs::create_dir_all(out).unwrap_or_else(|e| fail(checkpoint_surgeon::Error::io(out.display(), e)));

@@ -2,8 +2,8 @@
 //! accepted input writes back to the identical bytes and can be described and inspected.
 #![no_main]
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::{describe, inspect, metadata};
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::{report::describe, report::inspect, codec::metadata};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,9 +3,9 @@
 #![no_main]
 use arbitrary::Arbitrary;
 use bytes::Bytes;
-use checkpoint_surgeon::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
-use checkpoint_surgeon::io::JStr;
-use checkpoint_surgeon::opstate;
+use checkpoint_surgeon::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
+use checkpoint_surgeon::codec::io::JStr;
+use checkpoint_surgeon::codec::opstate;
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

@@ -5,12 +5,12 @@
 #![no_main]
 use arbitrary::Arbitrary;
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::handles::{Offsets, StreamHandle};
-use checkpoint_surgeon::io::JStr;
-use checkpoint_surgeon::metadata::{self, SubtaskEntry, Subtasks};
-use checkpoint_surgeon::surgery::{self, Request};
-use checkpoint_surgeon::{describe, inspect};
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::codec::handles::{Offsets, StreamHandle};
+use checkpoint_surgeon::codec::io::JStr;
+use checkpoint_surgeon::codec::metadata::{self, SubtaskEntry, Subtasks};
+use checkpoint_surgeon::surgery::{self, Request, Selector};
+use checkpoint_surgeon::{report::describe, report::inspect};
 use libfuzzer_sys::fuzz_target;
 
 const SEEDS: &[&[u8]] = &[
@@ -137,20 +137,19 @@ fuzz_target!(|input: Input| {
     let _ = describe::describe(&again);
     let cp = Checkpoint::from_bytes("fuzz", None, Bytes::from(bytes)).expect("parsed above");
     let _ = inspect::inspect(&cp).encode();
-    if let Ok(req) = Request::parse("remove-state\tall\t\ttopic-partition-offset-states\n") {
-        if let Ok(plan) = surgery::plan(&cp, &req, &mut || "new-file".to_string()) {
-            let again =
-                metadata::parse(Bytes::from(plan.metadata.to_vec())).expect("planned model parses");
-            assert_eq!(again, plan.metadata);
-        }
+    let req = Request::remove_state(Selector::All, "topic-partition-offset-states");
+    if let Ok(plan) = surgery::plan(&cp, &req, &mut || "new-file".to_string()) {
+        let again =
+            metadata::parse(Bytes::from(plan.metadata.to_vec())).expect("planned model parses");
+        assert_eq!(again, plan.metadata);
     }
 });
 
 fn with_subtask(
-    md: &mut checkpoint_surgeon::metadata::CheckpointMetadata,
+    md: &mut checkpoint_surgeon::codec::metadata::CheckpointMetadata,
     i: u8,
     j: u8,
-    f: impl FnOnce(&mut checkpoint_surgeon::metadata::SubtaskState),
+    f: impl FnOnce(&mut checkpoint_surgeon::codec::metadata::SubtaskState),
 ) {
     if let Some(op) = pick(&mut md.operators, i) {
         if let Subtasks::List(l) = &mut op.subtasks {
@@ -162,11 +161,11 @@ fn with_subtask(
 }
 
 fn with_state(
-    md: &mut checkpoint_surgeon::metadata::CheckpointMetadata,
+    md: &mut checkpoint_surgeon::codec::metadata::CheckpointMetadata,
     i: u8,
     j: u8,
     k: u8,
-    f: impl FnOnce(&mut checkpoint_surgeon::handles::OperatorHandle, usize),
+    f: impl FnOnce(&mut checkpoint_surgeon::codec::handles::OperatorHandle, usize),
 ) {
     with_subtask(md, i, j, |st| {
         if let Some((_, Some(h))) = &mut st.managed_operator {

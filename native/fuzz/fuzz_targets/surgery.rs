@@ -3,9 +3,9 @@
 //! and parses back to itself.
 #![no_main]
 use bytes::Bytes;
-use checkpoint_surgeon::checkpoint::Checkpoint;
-use checkpoint_surgeon::metadata;
-use checkpoint_surgeon::surgery::{self, Request};
+use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::codec::metadata;
+use checkpoint_surgeon::surgery::{self, Depth, Request, Selector};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -33,13 +33,10 @@ fuzz_target!(|data: &[u8]| {
     }
     for name in names.iter().take(3) {
         for req in [
-            format!("remove-state\tall\t\t{name}\n"),
-            format!("depth\tmetadata-only\nremove-state\tall\t\t{name}\n"),
-            format!("dedupe-union\tall\t\t{name}\n"),
+            Request::remove_state(Selector::All, name),
+            Request::remove_state(Selector::All, name).with_depth(Depth::MetadataOnly),
+            Request::dedupe_union(Selector::All, name),
         ] {
-            let Ok(req) = Request::parse(&req) else {
-                continue;
-            };
             if let Ok(plan) = surgery::plan(&cp, &req, &mut || "new-file".to_string()) {
                 let bytes = plan.metadata.to_vec();
                 let again =

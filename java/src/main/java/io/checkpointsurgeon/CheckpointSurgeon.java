@@ -21,8 +21,7 @@ public final class CheckpointSurgeon {
 
     /** The loaded native library: its version and platform ({@code 0.2.0 for linux-x86_64}). */
     public static String nativeLibrary() throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
-        return NativeBridge.libraryVersion() + " for " + NativeBridge.platform();
+        return Native.library();
     }
 
     /** The local path of a {@code file:} URI or a plain path. */
@@ -40,7 +39,7 @@ public final class CheckpointSurgeon {
             return s.filter(f -> HaCheckpoint.isHaFileName(f.getFileName().toString()) && Files.isRegularFile(f))
                     .sorted().collect(java.util.stream.Collectors.toList());
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("IO", p + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, p + ": " + e, e);
         }
     }
 
@@ -51,8 +50,7 @@ public final class CheckpointSurgeon {
      */
     public static InspectReport inspect(Path path) throws CheckpointSurgeonException {
         Objects.requireNonNull(path, "path");
-        NativeBridge.ensureLoaded();
-        return InspectReport.decode(NativeBridge.inspect(path.toAbsolutePath().toString()));
+        return Native.inspect(Wire.source(path));
     }
 
     /**
@@ -65,9 +63,7 @@ public final class CheckpointSurgeon {
     public static InspectReport inspect(byte[] metadata, String name, Path checkpointDir)
             throws CheckpointSurgeonException {
         Objects.requireNonNull(metadata, "metadata");
-        NativeBridge.ensureLoaded();
-        return InspectReport.decode(NativeBridge.inspectBytes(
-                metadata, name, checkpointDir == null ? null : checkpointDir.toAbsolutePath().toString()));
+        return Native.inspect(Native.source(metadata, name, checkpointDir));
     }
 
     /**
@@ -76,22 +72,20 @@ public final class CheckpointSurgeon {
      */
     public static String describe(byte[] metadata) throws CheckpointSurgeonException {
         Objects.requireNonNull(metadata, "metadata");
-        NativeBridge.ensureLoaded();
-        return NativeBridge.describe(metadata);
+        return Native.describe(metadata);
     }
 
     /** Parses {@code _metadata} bytes and writes the model again: identical bytes for valid input. */
     public static byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException {
         Objects.requireNonNull(metadata, "metadata");
-        NativeBridge.ensureLoaded();
-        return NativeBridge.roundTrip(metadata);
+        return Native.roundTrip(metadata);
     }
 
     /** Computes what a surgery would remove and write. Writes nothing. */
     public static SurgeryPlan plan(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
-        NativeBridge.ensureLoaded();
-        return SurgeryPlan.decode(NativeBridge.plan(checkpoint.toAbsolutePath().toString(), surgery.encode()));
+        Objects.requireNonNull(surgery, "surgery");
+        return Native.plan(Wire.source(checkpoint), surgery, null, null).plan;
     }
 
     /**
@@ -107,7 +101,6 @@ public final class CheckpointSurgeon {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
         Objects.requireNonNull(outputDir, "outputDir");
-        NativeBridge.ensureLoaded();
         return Commit.runOne(new Commit.LocalCheckpoint(checkpoint, surgery, outputDir));
     }
 
@@ -120,7 +113,6 @@ public final class CheckpointSurgeon {
     public static SurgeryPlan applyInPlace(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        NativeBridge.ensureLoaded();
         return Commit.runOne(new Commit.LocalCheckpoint(checkpoint, surgery, null));
     }
 
@@ -129,11 +121,8 @@ public final class CheckpointSurgeon {
      * of the version that wrote it on the classpath.
      */
     public static InspectReport inspectHa(Path haFile) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         HaCheckpoint ha = HaCheckpoint.read(haFile);
-        Path dir = ha.checkpointDir();
-        return InspectReport.decode(NativeBridge.inspectBytes(ha.metadataBytes(), haFile.toString(),
-                dir == null ? null : dir.toString()));
+        return Native.inspect(Native.source(ha.metadataBytes(), haFile.toString(), ha.checkpointDir()));
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -196,7 +185,7 @@ public final class CheckpointSurgeon {
             return RemoteCheckpoint.apply(checkpoint, surgery, outputDir);
         }
         if (isFlinkPath(outputDir)) {
-            throw new CheckpointSurgeonException("UNSUPPORTED", "the checkpoint " + checkpoint + " is local but the"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.UNSUPPORTED, "the checkpoint " + checkpoint + " is local but the"
                     + " output " + outputDir + " is not: repair it into a local directory and upload that, or"
                     + " upload the checkpoint first");
         }
@@ -285,7 +274,7 @@ public final class CheckpointSurgeon {
         try {
             return new HaFileInfo(haFile, ha.jobId, ha.checkpointId, Files.size(haFile), ha.externalPointer);
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("IO", haFile + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, haFile + ": " + e, e);
         }
     }
 
@@ -299,7 +288,6 @@ public final class CheckpointSurgeon {
      * @param dryRun only plan: nothing is written
      */
     public static SurgeryPlan repairHa(Path haFile, Surgery surgery, boolean dryRun) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         if (dryRun) {
             return planHa(haFile, surgery);
         }
@@ -357,7 +345,6 @@ public final class CheckpointSurgeon {
      * as new or old, with its backup.
      */
     public static List<HaRepair> repairHa(List<Path> haFiles, Surgery surgery) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         List<HaCheckpoint.Repair> units = new java.util.ArrayList<>();
         for (Path f : haFiles) units.add(new HaCheckpoint.Repair(f, surgery, true));
         List<Commit.Outcome> outcomes = Commit.run(units);
@@ -368,7 +355,7 @@ public final class CheckpointSurgeon {
             out.add(new HaRepair(((HaCheckpoint.Repair) o.unit).file, o.status, o.plan));
         }
         if (!any) {
-            throw new CheckpointSurgeonException("NOTHING_SELECTED", "the surgery selects nothing in any of the "
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "the surgery selects nothing in any of the "
                     + haFiles.size() + " HA file(s)");
         }
         return out;
@@ -376,11 +363,9 @@ public final class CheckpointSurgeon {
 
     /** The plan of a surgery on an HA file; writes nothing. */
     public static SurgeryPlan planHa(Path haFile, Surgery surgery) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         HaCheckpoint ha = HaCheckpoint.read(haFile);
-        Path dir = ha.checkpointDir();
-        return SurgeryPlan.decode(NativeBridge.planBytes(ha.metadataBytes(), haFile.toString(),
-                dir == null ? null : dir.toString(), surgery.encode()));
+        return Native.plan(Native.source(ha.metadataBytes(), haFile.toString(), ha.checkpointDir()), surgery, null,
+                null).plan;
     }
 
     /**
@@ -468,7 +453,6 @@ public final class CheckpointSurgeon {
     public static Object apply(Object checkpointMetadata, Surgery surgery, Path checkpointDir)
             throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpointMetadata, "checkpointMetadata");
-        NativeBridge.ensureLoaded();
         HaCheckpoint.requireFlink(Path.of("CheckpointMetadata"));
         FlinkObject unit = new FlinkObject("CheckpointMetadata", checkpointDir, surgery) {
             @Override
@@ -476,10 +460,10 @@ public final class CheckpointSurgeon {
                 try {
                     return HaCheckpoint.store(checkpointMetadata);
                 } catch (java.lang.reflect.InvocationTargetException e) {
-                    throw new CheckpointSurgeonException("VALIDATION", "Flink could not serialize the checkpoint"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink could not serialize the checkpoint"
                             + " metadata: " + e.getCause(), e.getCause());
                 } catch (ReflectiveOperationException e) {
-                    throw new CheckpointSurgeonException("VALIDATION", "Flink's checkpoint classes are not usable: "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink's checkpoint classes are not usable: "
                             + e, e);
                 }
             }
@@ -489,10 +473,10 @@ public final class CheckpointSurgeon {
                 try {
                     return HaCheckpoint.load(metadata, dir == null ? null : dir.toString());
                 } catch (java.lang.reflect.InvocationTargetException e) {
-                    throw new CheckpointSurgeonException("VALIDATION", "Flink rejected the new checkpoint metadata: "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink rejected the new checkpoint metadata: "
                             + e.getCause(), e.getCause());
                 } catch (ReflectiveOperationException e) {
-                    throw new CheckpointSurgeonException("VALIDATION", "Flink's checkpoint classes are not usable: "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink's checkpoint classes are not usable: "
                             + e, e);
                 }
             }
@@ -580,7 +564,6 @@ public final class CheckpointSurgeon {
      */
     public static SurgeryPlan applyToCompletedCheckpoint(Object completedCheckpoint, Surgery surgery)
             throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         HaCheckpoint.requireFlink(Path.of("CompletedCheckpoint"));
         HaCheckpoint ha = HaCheckpoint.of(completedCheckpoint);
         return Commit.runOne(new FlinkObject("CompletedCheckpoint " + ha.checkpointId, ha.checkpointDir(), surgery) {
@@ -594,10 +577,10 @@ public final class CheckpointSurgeon {
                 try {
                     return HaCheckpoint.load(metadata, ha.externalPointer);
                 } catch (java.lang.reflect.InvocationTargetException e) {
-                    throw new CheckpointSurgeonException("VALIDATION", name + ": Flink's loader rejected the repaired"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": Flink's loader rejected the repaired"
                             + " metadata: " + e.getCause(), e.getCause());
                 } catch (ReflectiveOperationException e) {
-                    throw new CheckpointSurgeonException("VALIDATION", name + ": " + e, e);
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": " + e, e);
                 }
             }
 

@@ -1,48 +1,61 @@
 package io.checkpointsurgeon;
 
 /**
- * The one exception of checkpoint-surgeon. {@link #code()} is stable: {@code FORMAT} (the bytes do
- * not follow Flink's format; the message names the file, the byte offset and what was expected),
- * {@code UNSUPPORTED}, {@code IO}, {@code INVALID_ARGUMENT}, {@code VALIDATION}, {@code LIBRARY}
- * (the native library could not be loaded), {@code PANIC} (a bug in the native code, caught at the
- * boundary) and {@code JNI}.
+ * The one exception of checkpoint-surgeon. Its {@link #code()} is stable; README's table of codes
+ * says what each means. The native library throws it with the same {@link Code} constants.
  */
 public class CheckpointSurgeonException extends Exception {
     private static final long serialVersionUID = 1L;
 
-    private final String code;
+    /**
+     * What went wrong. The twin of Rust's {@code Code} ({@code native/src/error.rs}): same names,
+     * same order, checked by a test.
+     */
+    public enum Code {
+        /** The bytes are not what Flink writes: the message names the file, the byte offset and what was expected. */
+        FORMAT,
+        /** Valid Flink bytes this version of the tool does not handle. */
+        UNSUPPORTED,
+        /** A file could not be read, created or renamed. */
+        IO,
+        /** The request cannot be done on this input. */
+        INVALID_ARGUMENT,
+        /** The selection matches nothing (a typo, or a checkpoint already repaired). */
+        NOTHING_SELECTED,
+        /** Another run holds the lock of a directory this run would change. */
+        LOCKED,
+        /** The result failed a check (Flink's loader, the read-back, a file changed meanwhile); nothing was made visible. */
+        VALIDATION,
+        /** The operation needs Flink's classes on the class path. */
+        FLINK_MISSING,
+        /** The native library could not be loaded, or is of another version than the jar. */
+        LIBRARY,
+        /** A payload between Java and the native library is malformed or of another wire version. */
+        WIRE,
+        /** A JNI call failed. */
+        JNI,
+        /** A bug: the native code panicked (the JVM keeps running). */
+        PANIC,
+    }
 
-    public CheckpointSurgeonException(String code, String message) {
+    private final Code code;
+
+    public CheckpointSurgeonException(Code code, String message) {
         super(message);
         this.code = code;
     }
 
-    public CheckpointSurgeonException(String code, String message, Throwable cause) {
+    public CheckpointSurgeonException(Code code, String message, Throwable cause) {
         super(message, cause);
         this.code = code;
     }
 
-    /** Called by the native library with {@code "CODE: message"}. */
-    CheckpointSurgeonException(String codeAndMessage) {
-        this(codeOf(codeAndMessage), messageOf(codeAndMessage));
-    }
-
-    public String code() {
+    public Code code() {
         return code;
     }
 
     @Override
     public String toString() {
         return "CheckpointSurgeonException[" + code + "]: " + getMessage();
-    }
-
-    private static String codeOf(String s) {
-        int i = s.indexOf(": ");
-        return i > 0 && s.substring(0, i).matches("[A-Z_]+") ? s.substring(0, i) : "NATIVE";
-    }
-
-    private static String messageOf(String s) {
-        int i = s.indexOf(": ");
-        return i > 0 && s.substring(0, i).matches("[A-Z_]+") ? s.substring(i + 2) : s;
     }
 }

@@ -96,7 +96,7 @@ final class Commit {
     static SurgeryPlan runOne(Unit unit) throws CheckpointSurgeonException {
         Outcome o = run(List.of(unit)).get(0);
         if (o.plan == null) {
-            throw new CheckpointSurgeonException("NOTHING_SELECTED", unit.name() + ": the surgery changes nothing");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, unit.name() + ": the surgery changes nothing");
         }
         return o.plan;
     }
@@ -165,7 +165,8 @@ final class Commit {
 
     private static CheckpointSurgeonException failure(Throwable e, List<? extends Unit> units, List<Unit> changing,
             List<String> backups, int switched) {
-        String code = e instanceof CheckpointSurgeonException ? ((CheckpointSurgeonException) e).code() : "IO";
+        CheckpointSurgeonException.Code code = e instanceof CheckpointSurgeonException
+                ? ((CheckpointSurgeonException) e).code() : CheckpointSurgeonException.Code.IO;
         String message = e instanceof CheckpointSurgeonException ? e.getMessage() : String.valueOf(e);
         if (switched == 0) {
             return new CheckpointSurgeonException(code, message + "; nothing was changed", e);
@@ -192,9 +193,9 @@ final class Commit {
         /** Takes the commit lock of a local directory (see {@code commit::lock_dir} in the native code). */
         void lock(Path dir) throws CheckpointSurgeonException {
             if (keys.contains(dir)) return;
-            long id = NativeBridge.lockDirectory(dir.toString());
+            long id = Native.lockDirectory(dir);
             keys.add(dir);
-            held.add(() -> NativeBridge.unlockDirectory(id));
+            held.add(() -> Native.unlockDirectory(id));
         }
 
         /** Adds a lock taken elsewhere (a lock object on a Flink file system). */
@@ -233,7 +234,7 @@ final class Commit {
             throw new OutOfMemoryError("injected at " + step + " (" + FAIL_AT + ")");
         }
         if (matches(fail, step, index)) {
-            throw new CheckpointSurgeonException("IO", unit.name() + ": injected failure at " + step
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, unit.name() + ": injected failure at " + step
                     + " (" + FAIL_AT + ")");
         }
     }
@@ -293,7 +294,7 @@ final class Commit {
                 throw io("backing up " + file + " to " + b, e);
             }
         }
-        throw new CheckpointSurgeonException("IO", file + ": 1000 backup names in a row already exist");
+        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": 1000 backup names in a row already exist");
     }
 
     /**
@@ -351,7 +352,7 @@ final class Commit {
                 : e instanceof FileAlreadyExistsException ? "already exists: " + e.getMessage()
                 : e instanceof NoSuchFileException ? "no such file: " + e.getMessage()
                 : String.valueOf(e);
-        return new CheckpointSurgeonException("IO", what + ": " + why, e);
+        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, what + ": " + why, e);
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -386,7 +387,7 @@ final class Commit {
             locate();
             if (output == null) {
                 if (Files.isSymbolicLink(metadata)) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", metadata + " is a symbolic link; repair"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, metadata + " is a symbolic link; repair"
                             + " it into a new directory with --output instead of in place");
                 }
                 target = dir;
@@ -403,7 +404,7 @@ final class Commit {
             try (Stream<Path> s = Files.list(target)) {
                 List<Path> there = s.limit(1).collect(java.util.stream.Collectors.toList());
                 if (!there.isEmpty()) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "output directory " + target + " is not"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "output directory " + target + " is not"
                             + " empty (it holds " + there.get(0).getFileName() + "); choose a new directory");
                 }
             } catch (IOException e) {
@@ -424,11 +425,11 @@ final class Commit {
                 throw io(checkpoint.toString(), e);
             }
             if (Files.isDirectory(metadata, LinkOption.NOFOLLOW_LINKS)) {
-                throw new CheckpointSurgeonException("INVALID_ARGUMENT", metadata + " is a directory, not a"
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, metadata + " is a directory, not a"
                         + " checkpoint's _metadata file");
             }
             if (!Files.exists(metadata)) {
-                throw new CheckpointSurgeonException("IO", metadata + ": no such file (a checkpoint or savepoint"
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, metadata + ": no such file (a checkpoint or savepoint"
                         + " directory, or its _metadata file, is expected)");
             }
         }
@@ -442,7 +443,7 @@ final class Commit {
                 } catch (IOException e) {
                     to = "?";
                 }
-                throw new CheckpointSurgeonException("INVALID_ARGUMENT", "output " + output + " is a "
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "output " + output + " is a "
                         + (Files.exists(output) ? "" : "dangling ") + "symbolic link (to " + to + "); give a new"
                         + " directory, not a link");
             }
@@ -457,12 +458,12 @@ final class Commit {
                     }
                 }
                 if (!Files.isDirectory(output, LinkOption.NOFOLLOW_LINKS)) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "output " + output + " exists and is"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "output " + output + " exists and is"
                             + " not a directory; give a new directory");
                 }
                 Path real = output.toRealPath();
                 if (real.equals(dir)) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "the output " + output + " is the"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "the output " + output + " is the"
                             + " checkpoint itself; use --in-place to repair it where it is");
                 }
                 return real;
@@ -478,8 +479,7 @@ final class Commit {
             } catch (IOException e) {
                 throw io(metadata.toString(), e);
             }
-            staged = SurgeryPlan.decodeStaged(NativeBridge.stage(metadata.toString(), surgery.encode(),
-                    target.toString()));
+            staged = Native.plan(Wire.source(metadata), surgery, target, null);
             for (String w : staged.written) undo.deleteLater(Path.of(w));
             undo.deleteLater(Path.of(staged.metadataTmp));
             return true;
@@ -500,7 +500,7 @@ final class Commit {
                 try {
                     Path real = from.toRealPath();
                     if (!real.startsWith(dir)) {
-                        throw new CheckpointSurgeonException("INVALID_ARGUMENT", "state file " + from + " is a symbolic"
+                        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "state file " + from + " is a symbolic"
                                 + " link to " + real + ", outside the checkpoint directory; refusing to use it");
                     }
                     boolean link = linkOrCopyNew(real, to, surgery.copyUnchanged());
@@ -523,7 +523,7 @@ final class Commit {
             if (output == null) {
                 try {
                     if (!identity(metadata).equals(identity)) {
-                        throw new CheckpointSurgeonException("IO", metadata + " was changed by someone else while it"
+                        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, metadata + " was changed by someone else while it"
                                 + " was repaired; nothing was switched");
                     }
                 } catch (IOException e) {
@@ -575,13 +575,12 @@ final class Commit {
                 undo.add(() -> Files.deleteIfExists(tmpDir));
                 streamDir = tmpDir;
             }
-            SurgeryPlan.Staged st = SurgeryPlan.decodeStaged(NativeBridge.stageMirrored(metadata, name,
-                    dir == null ? null : dir.toString(), surgery.encode(), null, null, streamDir.toString()));
+            SurgeryPlan.Staged st = Native.plan(Native.source(metadata, name, dir), surgery, streamDir, null);
             Path tmp = Path.of(st.metadataTmp);
             for (String w : st.written) undo.deleteLater(Path.of(w));
             try {
                 if (dir == null && !st.written.isEmpty()) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", name + ": the surgery rewrites state"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, name + ": the surgery rewrites state"
                             + " files, but the checkpoint's directory is not known");
                 }
                 return new StagedBytes(st, Files.readAllBytes(tmp));

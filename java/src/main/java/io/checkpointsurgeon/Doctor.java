@@ -45,14 +45,12 @@ final class Doctor {
         Path jobDir = dir.getParent() == null ? dir : dir.getParent();
         List<String> missing = new ArrayList<>();
         List<String> outside = new ArrayList<>();
-        for (String line : NativeBridge.stateFilesOf(metadata.toString()).split("\n")) {
-            if (line.isEmpty()) continue;
-            String[] f = line.split("\t", -1);
+        for (Wire.StateFile f : Native.stateFiles(Wire.source(metadata))) {
             Path file;
-            if (f[1].equals("relative")) {
-                file = dir.resolve(f[2]);
-            } else if (f[2].startsWith("file:") || f[2].startsWith("/")) {
-                file = FlinkFileSystems.localPath(f[2]);
+            if (f.kind.equals("relative")) {
+                file = dir.resolve(f.path);
+            } else if (f.path.startsWith("file:") || f.path.startsWith("/")) {
+                file = FlinkFileSystems.localPath(f.path);
             } else {
                 continue; // a path on another file system: not checked from here
             }

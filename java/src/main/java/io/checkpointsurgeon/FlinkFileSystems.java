@@ -76,7 +76,7 @@ final class FlinkFileSystems {
             Object conf;
             if (flinkConfDir != null) {
                 if (!Files.isDirectory(flinkConfDir)) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "Flink configuration directory "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "Flink configuration directory "
                             + flinkConfDir + " does not exist");
                 }
                 conf = Class.forName("org.apache.flink.configuration.GlobalConfiguration", true, cl)
@@ -88,7 +88,7 @@ final class FlinkFileSystems {
             Object pluginManager = null;
             if (pluginsDir != null) {
                 if (!Files.isDirectory(pluginsDir)) {
-                    throw new CheckpointSurgeonException("INVALID_ARGUMENT", "Flink plugins directory "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "Flink plugins directory "
                             + pluginsDir + " does not exist");
                 }
                 Object finder = Class.forName("org.apache.flink.core.plugin.DirectoryBasedPluginFinder", true, cl)
@@ -108,10 +108,10 @@ final class FlinkFileSystems {
             configuredFrom = "configuration " + (flinkConfDir == null ? "(Flink's defaults)" : flinkConfDir)
                     + ", plugins " + (pluginsDir == null ? "(none)" : pluginsDir);
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException("IO", "initializing Flink's file systems failed: " + e.getCause(),
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "initializing Flink's file systems failed: " + e.getCause(),
                     e.getCause());
         } catch (ReflectiveOperationException | LinkageError e) {
-            throw new CheckpointSurgeonException("IO", "initializing Flink's file systems failed: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "initializing Flink's file systems failed: " + e, e);
         }
     }
 
@@ -148,7 +148,7 @@ final class FlinkFileSystems {
         try {
             Class.forName(FILE_SYSTEM, false, FlinkFileSystems.class.getClassLoader());
         } catch (ClassNotFoundException | LinkageError e) {
-            throw new CheckpointSurgeonException("UNSUPPORTED", what + " needs Flink's jars on the class path"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, what + " needs Flink's jars on the class path"
                     + " (e.g. java -cp \"checkpoint-surgeon.jar:$FLINK_HOME/lib/*\" io.checkpointsurgeon.cli.Cli ...),"
                     + " with the file system plugin under --plugins DIR or FLINK_PLUGINS_DIR");
         }

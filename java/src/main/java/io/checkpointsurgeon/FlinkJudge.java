@@ -59,17 +59,17 @@ final class FlinkJudge {
                     externalPointer);
             Collection<?> ops = (Collection<?>) md.getClass().getMethod("getOperatorStates").invoke(md);
             if (ops.size() != expectedOperators) {
-                throw new CheckpointSurgeonException("VALIDATION", name + ": Flink loaded " + ops.size()
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": Flink loaded " + ops.size()
                         + " operators, expected " + expectedOperators);
             }
             return "loaded by Flink " + flinkVersion() + ": " + ops.size() + " operators";
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException("VALIDATION", name + ": Flink's Checkpoints.loadCheckpointMetadata"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": Flink's Checkpoints.loadCheckpointMetadata"
                     + " rejected the new metadata (nothing was written): " + e.getCause(), e.getCause());
         } catch (CheckpointSurgeonException e) {
             throw e;
         } catch (Exception | LinkageError e) {
-            throw new CheckpointSurgeonException("VALIDATION", name + ": could not run Flink's loader: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": could not run Flink's loader: " + e, e);
         }
     }
 
@@ -87,17 +87,17 @@ final class FlinkJudge {
             }
             Collection<?> ops = (Collection<?>) md.getClass().getMethod("getOperatorStates").invoke(md);
             if (ops.size() != expectedOperators) {
-                throw new CheckpointSurgeonException("VALIDATION", metadata + ": Flink loaded " + ops.size()
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, metadata + ": Flink loaded " + ops.size()
                         + " operators, expected " + expectedOperators);
             }
             return "loaded by Flink " + flinkVersion() + ": " + ops.size() + " operators";
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException("VALIDATION", metadata + ": Flink's Checkpoints.loadCheckpointMetadata"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, metadata + ": Flink's Checkpoints.loadCheckpointMetadata"
                     + " rejected the new file: " + e.getCause(), e.getCause());
         } catch (CheckpointSurgeonException e) {
             throw e;
         } catch (Exception | LinkageError e) {
-            throw new CheckpointSurgeonException("VALIDATION", metadata + ": could not run Flink's loader: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, metadata + ": could not run Flink's loader: " + e, e);
         }
     }
 }

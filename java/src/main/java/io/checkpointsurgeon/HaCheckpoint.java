@@ -53,20 +53,20 @@ final class HaCheckpoint {
         InputStream raw;
         if (!Files.isRegularFile(file)) {
             // a FIFO would block the open forever
-            throw new CheckpointSurgeonException("INVALID_ARGUMENT", file + ": expected a regular file (an HA"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, file + ": expected a regular file (an HA"
                     + " completedCheckpoint file), found " + (Files.isDirectory(file) ? "a directory"
                     : Files.exists(file) ? "a FIFO, device or socket" : "nothing"));
         }
         try {
             raw = new BufferedInputStream(Files.newInputStream(file), 1 << 20);
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e, e);
         }
         SerialFilter filter;
         try {
             filter = new SerialFilter(file.toString(), Files.size(file));
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e, e);
         }
         try (InputStream in = raw; java.io.ObjectInputStream ois = new CheckingObjectInputStream(in, cl, mismatches)) {
             ois.setObjectInputFilter(filter);
@@ -79,14 +79,14 @@ final class HaCheckpoint {
                 throw otherVersion(file, mismatches, e);
             }
             if (e instanceof InvalidClassException || e instanceof ClassCastException || e instanceof ClassNotFoundException) {
-                throw new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by a Flink version"
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": the HA file was written by a Flink version"
                         + " whose classes differ from Flink " + FlinkJudge.flinkVersion() + " on the classpath: " + e
                         + "; run checkpoint-surgeon with the Flink jars of the cluster that wrote it", e);
             }
-            throw new CheckpointSurgeonException("FORMAT", file + ": not a Java-serialized CompletedCheckpoint: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, file + ": not a Java-serialized CompletedCheckpoint: " + e, e);
         }
         if (o == null || !o.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
-            throw new CheckpointSurgeonException("FORMAT", file + ": expected a " + COMPLETED_CHECKPOINT + ", found "
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, file + ": expected a " + COMPLETED_CHECKPOINT + ", found "
                     + (o == null ? "null" : o.getClass().getName()));
         }
         if (!mismatches.isEmpty()) {
@@ -95,12 +95,12 @@ final class HaCheckpoint {
         try {
             return new HaCheckpoint(file, o);
         } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": unexpected CompletedCheckpoint shape: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": unexpected CompletedCheckpoint shape: " + e, e);
         }
     }
 
     private static CheckpointSurgeonException otherVersion(Path file, java.util.Set<String> mismatches, Throwable cause) {
-        return new CheckpointSurgeonException("VALIDATION", file + ": the HA file was written by another Flink version"
+        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": the HA file was written by another Flink version"
                 + " than Flink " + FlinkJudge.flinkVersion() + " on the classpath (" + String.join("; ", mismatches)
                 + "); run checkpoint-surgeon with the Flink jars of the cluster that wrote it", cause);
     }
@@ -171,13 +171,13 @@ final class HaCheckpoint {
 
     static HaCheckpoint of(Object completedCheckpoint) throws CheckpointSurgeonException {
         if (completedCheckpoint == null || !completedCheckpoint.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
-            throw new CheckpointSurgeonException("INVALID_ARGUMENT", "expected a " + COMPLETED_CHECKPOINT + ", got "
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "expected a " + COMPLETED_CHECKPOINT + ", got "
                     + (completedCheckpoint == null ? "null" : completedCheckpoint.getClass().getName()));
         }
         try {
             return new HaCheckpoint(null, completedCheckpoint);
         } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("VALIDATION", "unexpected CompletedCheckpoint shape: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "unexpected CompletedCheckpoint shape: " + e, e);
         }
     }
 
@@ -223,10 +223,10 @@ final class HaCheckpoint {
             Object md = ctor.newInstance(checkpointId, new ArrayList<>(ops), new ArrayList<>(masters));
             return store(md);
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": Flink could not serialize the checkpoint's"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": Flink could not serialize the checkpoint's"
                     + " operator states: " + e.getCause(), e.getCause());
         } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": " + e, e);
         }
     }
 
@@ -245,10 +245,10 @@ final class HaCheckpoint {
                 live.put(call(op, "getOperatorID"), op);
             }
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": Flink's loader rejected the repaired"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": Flink's loader rejected the repaired"
                     + " metadata: " + e.getCause(), e.getCause());
         } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": " + e, e);
         }
     }
 
@@ -265,12 +265,12 @@ final class HaCheckpoint {
                 ch.force(true);
             }
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException("IO", file + ": could not serialize the CompletedCheckpoint: "
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": could not serialize the CompletedCheckpoint: "
                     + e.getCause(), e.getCause());
         } catch (IOException e) {
             throw Commit.io(tmp.toString(), e);
         } catch (ReflectiveOperationException e) {
-            throw new CheckpointSurgeonException("IO", file + ": " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e, e);
         }
     }
 
@@ -303,7 +303,7 @@ final class HaCheckpoint {
         @Override
         public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
             if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                throw new CheckpointSurgeonException("INVALID_ARGUMENT", file + " is not a regular file");
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, file + " is not a regular file");
             }
             locks.lock(file.getParent());
         }
@@ -319,7 +319,7 @@ final class HaCheckpoint {
             try {
                 staged = Commit.stageBytes(ha.metadataBytes(), file.toString(), ha.checkpointDir(), surgery, undo);
             } catch (CheckpointSurgeonException e) {
-                if (skipUnchanged && e.code().equals("NOTHING_SELECTED")) return false;
+                if (skipUnchanged && e.code() == CheckpointSurgeonException.Code.NOTHING_SELECTED) return false;
                 throw e;
             }
             ha.replaceOperatorStates(staged.metadata);
@@ -340,17 +340,17 @@ final class HaCheckpoint {
         public String validate() throws CheckpointSurgeonException {
             HaCheckpoint check = read(tmp);
             if (check.checkpointId != ha.checkpointId) {
-                throw new CheckpointSurgeonException("VALIDATION", tmp + ": holds checkpoint " + check.checkpointId
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": holds checkpoint " + check.checkpointId
                         + ", expected " + ha.checkpointId);
             }
             try {
                 int ops = check.operatorStates().size();
                 if (ops != staged.staged.operators) {
-                    throw new CheckpointSurgeonException("VALIDATION", tmp + ": holds " + ops + " operators, expected "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": holds " + ops + " operators, expected "
                             + staged.staged.operators);
                 }
             } catch (ReflectiveOperationException e) {
-                throw new CheckpointSurgeonException("VALIDATION", tmp + ": " + e, e);
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": " + e, e);
             }
             return "loaded by Flink " + FlinkJudge.flinkVersion() + " into the CompletedCheckpoint and re-read from"
                     + " the new HA file";
@@ -370,7 +370,7 @@ final class HaCheckpoint {
         public void switchOver() throws CheckpointSurgeonException {
             try {
                 if (!Commit.identity(file).equals(identity)) {
-                    throw new CheckpointSurgeonException("IO", file + " was changed by someone else while it was"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + " was changed by someone else while it was"
                             + " repaired (is a JobManager running?); it was not switched");
                 }
             } catch (IOException e) {
@@ -406,7 +406,7 @@ final class HaCheckpoint {
 
     static void requireFlink(Path file) throws CheckpointSurgeonException {
         if (!FlinkJudge.flinkAvailable()) {
-            throw new CheckpointSurgeonException("VALIDATION", file + ": reading an HA CompletedCheckpoint needs the"
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, file + ": reading an HA CompletedCheckpoint needs the"
                     + " Flink jars of the cluster's version on the classpath (for example -cp \"$FLINK_HOME/lib/*\")");
         }
     }

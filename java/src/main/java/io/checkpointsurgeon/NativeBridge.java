@@ -24,28 +24,33 @@ final class NativeBridge {
 
     private NativeBridge() {}
 
-    static native byte[] inspect(String path) throws CheckpointSurgeonException;
+    // Arguments and results are Wire payloads: a source is Wire.source(...), a request
+    // Wire.request(...); results decode with Wire.report, Wire.plan and Wire.stateFiles.
 
-    static byte[] inspectBytes(byte[] metadata, String name, String dir) throws CheckpointSurgeonException {
-        return inspectMirrored(metadata, name, dir, null);
-    }
+    /** The inspection report of a checkpoint. */
+    static native byte[] inspect(byte[] source) throws CheckpointSurgeonException;
+
+    /**
+     * The surgery plan; writes nothing when {@code streamDir} is null. Otherwise also the stage step
+     * of {@link Commit}: new state files and the new metadata ({@code _metadata.tmp-<uuid>}) in
+     * {@code streamDir}, each created exclusively and checked; absolute handles of new files name
+     * {@code <outputUri>/<file>} when {@code outputUri} (a Flink path the caller uploads to) is set.
+     */
+    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri)
+            throws CheckpointSurgeonException;
+
+    /** The files the checkpoint's state lives in. */
+    static native byte[] stateFiles(byte[] source) throws CheckpointSurgeonException;
 
     static native String describe(byte[] metadata) throws CheckpointSurgeonException;
 
     static native byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException;
 
-    static native byte[] plan(String path, String request) throws CheckpointSurgeonException;
+    /** Decodes any wire payload and encodes it again (tests of the wire). */
+    static native byte[] wireEcho(byte[] payload) throws CheckpointSurgeonException;
 
-    /**
-     * Plans the surgery and stages it in {@code streamDir}: new state files and the new metadata
-     * ({@code _metadata.tmp-<uuid>}), each created exclusively and checked (see {@link Commit}).
-     */
-    static native byte[] stage(String path, String request, String streamDir) throws CheckpointSurgeonException;
-
-    static byte[] planBytes(byte[] metadata, String name, String dir, String request)
-            throws CheckpointSurgeonException {
-        return planMirrored(metadata, name, dir, request, null);
-    }
+    /** The names of Rust's error codes, one per line, in order. */
+    static native String errorCodes() throws CheckpointSurgeonException;
 
     /** Takes the commit lock of a directory; returns an id for {@link #unlockDirectory}. */
     static native long lockDirectory(String dir) throws CheckpointSurgeonException;
@@ -77,33 +82,12 @@ final class NativeBridge {
             v = "unknown (" + e + ")";
         }
         if (!v.equals(VERSION)) {
-            return new CheckpointSurgeonException("LIBRARY", "the native library has version " + v + ", but this jar is "
+            return new CheckpointSurgeonException(CheckpointSurgeonException.Code.LIBRARY, "the native library has version " + v + ", but this jar is "
                     + VERSION + ": use the library built with this jar (" + (System.getProperty(LIBRARY_PROPERTY) != null
                     ? LIBRARY_PROPERTY + "=" + System.getProperty(LIBRARY_PROPERTY) : "the one bundled in it") + ")");
         }
         return null;
     }
-
-    // Remote checkpoints (RemoteCheckpoint): `mirrors` are lines `remote-prefix<TAB>local-dir`.
-
-    /** Every file-backed stream handle: lines {@code op|other<TAB>relative|file|segment<TAB>path[<TAB>start<TAB>size]}. */
-    static native String stateFiles(byte[] metadata) throws CheckpointSurgeonException;
-
-    /** {@link #stateFiles} of a local checkpoint ({@code _metadata} or its directory), read natively. */
-    static native String stateFilesOf(String path) throws CheckpointSurgeonException;
-
-    static native byte[] inspectMirrored(byte[] metadata, String name, String dir, String mirrors)
-            throws CheckpointSurgeonException;
-
-    static native byte[] planMirrored(byte[] metadata, String name, String dir, String request, String mirrors)
-            throws CheckpointSurgeonException;
-
-    /**
-     * {@link #stage} on metadata bytes; with an {@code outputUri}, absolute handles of new files
-     * name {@code <outputUri>/<file>}, where the caller uploads them from {@code streamDir}.
-     */
-    static native byte[] stageMirrored(byte[] metadata, String name, String dir, String request, String mirrors,
-            String outputUri, String streamDir) throws CheckpointSurgeonException;
 
     /** Throws the load failure, if the library could not be loaded. */
     static void ensureLoaded() throws CheckpointSurgeonException {
@@ -131,7 +115,7 @@ final class NativeBridge {
             String resource = "/native/" + platform() + "/" + LIBRARY_FILE;
             try (InputStream in = NativeBridge.class.getResourceAsStream(resource)) {
                 if (in == null) {
-                    return new CheckpointSurgeonException("LIBRARY", "no native library for os.name="
+                    return new CheckpointSurgeonException(CheckpointSurgeonException.Code.LIBRARY, "no native library for os.name="
                             + System.getProperty("os.name") + " os.arch=" + System.getProperty("os.arch")
                             + ": resource " + resource + " is not in the jar; build it for this platform"
                             + " and point the system property " + LIBRARY_PROPERTY + " at it");
@@ -143,7 +127,7 @@ final class NativeBridge {
             }
             return null;
         } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
-            return new CheckpointSurgeonException("LIBRARY", "could not load the native library ("
+            return new CheckpointSurgeonException(CheckpointSurgeonException.Code.LIBRARY, "could not load the native library ("
                     + (override != null ? LIBRARY_PROPERTY + "=" + override : "from the jar, for " + platform())
                     + "): " + e, e);
         }

@@ -59,8 +59,10 @@ final class RemoteCheckpoint implements AutoCloseable {
     }
 
     /** Lines {@code remote-prefix<TAB>local-dir} for the native library. */
-    String mirrors() {
-        return jobDir + "/\t" + mirrorRoot.resolve("job");
+    /** The wire source of this checkpoint: its metadata, its local mirror and the mirrored job directory. */
+    byte[] source() {
+        return Wire.source(metadata, metadataPath, mirrorDir.toString(),
+                Map.of(jobDir + "/", mirrorRoot.resolve("job").toString()));
     }
 
     /**
@@ -81,7 +83,7 @@ final class RemoteCheckpoint implements AutoCloseable {
         try {
             root = Files.createTempDirectory("checkpoint-surgeon-mirror");
         } catch (IOException e) {
-            throw new CheckpointSurgeonException("IO", "creating a local mirror directory: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "creating a local mirror directory: " + e, e);
         }
         RemoteCheckpoint rc = new RemoteCheckpoint(dir, metadataPath, bytes, root);
         try {
@@ -114,7 +116,7 @@ final class RemoteCheckpoint implements AutoCloseable {
                 metadataPath = p;
                 dir = parent(p);
             } else {
-                throw new CheckpointSurgeonException("IO", path + ": no _metadata there (a checkpoint or savepoint"
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, path + ": no _metadata there (a checkpoint or savepoint"
                         + " directory, or its _metadata file, is expected)");
             }
         } catch (IOException e) {
@@ -123,87 +125,21 @@ final class RemoteCheckpoint implements AutoCloseable {
         return new String[] {dir, metadataPath};
     }
 
-    /** One file-backed stream handle, as {@code NativeBridge.stateFiles} lists it. */
-    static final class StateFile {
-        private final boolean operatorState;
-        private final String kind;
-        private final String path;
-        private final long start;
-        private final long size;
-
-        StateFile(boolean operatorState, String kind, String path, long start, long size) {
-            this.operatorState = operatorState;
-            this.kind = kind;
-            this.path = path;
-            this.start = start;
-            this.size = size;
-        }
-
-        public boolean operatorState() {
-            return operatorState;
-        }
-
-        public String kind() {
-            return kind;
-        }
-
-        public String path() {
-            return path;
-        }
-
-        public long start() {
-            return start;
-        }
-
-        public long size() {
-            return size;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof StateFile)) return false;
-            StateFile that = (StateFile) o;
-            return java.util.Objects.equals(operatorState, that.operatorState) && java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(path, that.path) && java.util.Objects.equals(start, that.start) && java.util.Objects.equals(size, that.size);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(operatorState, kind, path, start, size);
-        }
-
-        @Override
-        public String toString() {
-            return "StateFile[operatorState=" + operatorState + ", kind=" + kind + ", path=" + path + ", start=" + start + ", size=" + size + "]";
-        }
-    }
-
-    static List<StateFile> stateFiles(byte[] metadata) throws CheckpointSurgeonException {
-        List<StateFile> out = new ArrayList<>();
-        for (String line : NativeBridge.stateFiles(metadata).split("\n")) {
-            if (line.isEmpty()) continue;
-            String[] f = line.split("\t", -1);
-            out.add(new StateFile(f[0].equals("op"), f[1], f[2], f.length > 3 ? Long.parseLong(f[3]) : 0,
-                    f.length > 4 ? Long.parseLong(f[4]) : 0));
-        }
-        return out;
-    }
-
     private void download() throws IOException, CheckpointSurgeonException {
         long t0 = System.nanoTime();
         Map<String, Path> whole = new LinkedHashMap<>();
         Map<String, List<long[]>> ranges = new LinkedHashMap<>();
-        for (StateFile f : stateFiles(metadata)) {
-            if (!f.operatorState()) continue;
-            if (f.kind().equals("relative")) {
-                checkPlainName(f.path());
-                whole.put(dir + "/" + f.path(), mirrorDir.resolve(f.path()));
-                mirroredRelative.add(f.path());
-            } else if (f.kind().equals("file")) {
-                Path local = localFor(f.path());
-                if (local != null) whole.put(f.path(), local);
-            } else if (f.kind().equals("segment") && localFor(f.path()) != null) {
-                ranges.computeIfAbsent(f.path(), k -> new ArrayList<>()).add(new long[] {f.start(), f.size()});
+        for (Wire.StateFile f : Native.stateFiles(source())) {
+            if (!f.operatorState) continue;
+            if (f.kind.equals("relative")) {
+                checkPlainName(f.path);
+                whole.put(dir + "/" + f.path, mirrorDir.resolve(f.path));
+                mirroredRelative.add(f.path);
+            } else if (f.kind.equals("file")) {
+                Path local = localFor(f.path);
+                if (local != null) whole.put(f.path, local);
+            } else if (f.kind.equals("segment") && localFor(f.path) != null) {
+                ranges.computeIfAbsent(f.path, k -> new ArrayList<>()).add(new long[] {f.start, f.size});
             }
         }
         long[] bytes = new long[1];
@@ -259,24 +195,19 @@ final class RemoteCheckpoint implements AutoCloseable {
     // The public operations
 
     static InspectReport inspect(String path) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         try (RemoteCheckpoint rc = stage(path)) {
-            return InspectReport.decode(NativeBridge.inspectMirrored(rc.metadata, rc.metadataPath,
-                    rc.mirrorDir.toString(), rc.mirrors()));
+            return Native.inspect(rc.source());
         }
     }
 
     static SurgeryPlan plan(String path, Surgery surgery) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         try (RemoteCheckpoint rc = stage(path)) {
-            return SurgeryPlan.decode(NativeBridge.planMirrored(rc.metadata, rc.metadataPath, rc.mirrorDir.toString(),
-                    surgery.encode(), rc.mirrors()));
+            return Native.plan(rc.source(), surgery, null, null).plan;
         }
     }
 
     /** Applies a surgery to a remote checkpoint through {@link Commit}. {@code outputDir} null means in place. */
     static SurgeryPlan apply(String path, Surgery surgery, String outputDir) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         FlinkFileSystems.ensureConfigured();
         return Commit.runOne(new Unit(path, surgery, outputDir));
     }
@@ -325,7 +256,7 @@ final class RemoteCheckpoint implements AutoCloseable {
                 if (!inPlace) checkEmptyTarget(target);
                 if (FlinkFileSystems.exists(lock)) {
                     String owner = new String(FlinkFileSystems.readAll(lock), java.nio.charset.StandardCharsets.UTF_8);
-                    throw new CheckpointSurgeonException("LOCKED", target + " is locked by another repair (" + owner.trim()
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, target + " is locked by another repair (" + owner.trim()
                             + "); nothing was changed. A run that was killed leaves " + lock + " behind: delete it"
                             + " when no repair is running");
                 }
@@ -349,8 +280,7 @@ final class RemoteCheckpoint implements AutoCloseable {
             try {
                 liveLength = FlinkFileSystems.length(rc.metadataPath);
                 Path streamDir = Files.createDirectory(rc.mirrorRoot.resolve("new"));
-                staged = SurgeryPlan.decodeStaged(NativeBridge.stageMirrored(rc.metadata, rc.metadataPath,
-                        rc.mirrorDir.toString(), surgery.encode(), rc.mirrors(), target, streamDir.toString()));
+                staged = Native.plan(rc.source(), surgery, streamDir, target);
                 newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
             } catch (IOException e) {
                 throw io(path, e);
@@ -420,7 +350,7 @@ final class RemoteCheckpoint implements AutoCloseable {
             } catch (IOException e) {
                 throw io(base, e);
             }
-            throw new CheckpointSurgeonException("IO", base + ": 100 backup names in a row already exist");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, base + ": 100 backup names in a row already exist");
         }
 
         @Override
@@ -432,7 +362,7 @@ final class RemoteCheckpoint implements AutoCloseable {
                     return;
                 }
                 if (FlinkFileSystems.length(metadataPath) != liveLength) {
-                    throw new CheckpointSurgeonException("IO", metadataPath + " was changed by someone else while it"
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, metadataPath + " was changed by someone else while it"
                             + " was repaired; nothing was switched");
                 }
                 if (FlinkFileSystems.kind(metadataPath).equals("OBJECT_STORE")) {
@@ -442,7 +372,7 @@ final class RemoteCheckpoint implements AutoCloseable {
                     FlinkFileSystems.write(newMetadata, tmp, false);
                     FlinkFileSystems.delete(metadataPath);
                     if (!FlinkFileSystems.rename(tmp, metadataPath)) {
-                        throw new CheckpointSurgeonException("IO", "renaming " + tmp + " to " + metadataPath
+                        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "renaming " + tmp + " to " + metadataPath
                                 + " failed; the new _metadata is in " + tmp);
                     }
                 }
@@ -473,7 +403,7 @@ final class RemoteCheckpoint implements AutoCloseable {
     private static void checkEmptyTarget(String target) throws IOException, CheckpointSurgeonException {
         if (FlinkFileSystems.exists(target + "/_metadata")
                 || FlinkFileSystems.list(target).stream().anyMatch(p -> !name(p).equals(LOCK_NAME))) {
-            throw new CheckpointSurgeonException("INVALID_ARGUMENT", "output directory " + target
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "output directory " + target
                     + " is not empty; choose a new directory");
         }
     }
@@ -547,7 +477,7 @@ final class RemoteCheckpoint implements AutoCloseable {
 
     private static CheckpointSurgeonException io(String path, IOException e) {
         String what = e instanceof FileNotFoundException ? "not found: " + e.getMessage() : String.valueOf(e);
-        return new CheckpointSurgeonException("IO", path + ": " + what + " (Flink file systems: "
+        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, path + ": " + what + " (Flink file systems: "
                 + FlinkFileSystems.configuredFrom() + ")", e);
     }
 }

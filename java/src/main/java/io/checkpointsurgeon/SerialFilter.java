@@ -123,7 +123,7 @@ final class SerialFilter implements ObjectInputFilter {
 
     /** The message of a refusal: names the file and what was refused. */
     CheckpointSurgeonException exception(Throwable cause) {
-        return new CheckpointSurgeonException("FORMAT", file + ": refused to deserialize " + refused + "; nothing"
+        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, file + ": refused to deserialize " + refused + "; nothing"
                 + " of it was instantiated", cause);
     }
 

@@ -18,9 +18,13 @@ public final class Surgery {
 
         public OperatorSelector(String kind, String value) {
             Objects.requireNonNull(kind, "kind");
+            if (!List.of("all", "id", "uid", "name").contains(kind)) {
+                throw new IllegalArgumentException("an operator selector is all, id, uid or name; got '" + kind + "'");
+            }
             value = value == null ? "" : value;
-            if (value.indexOf('\t') >= 0 || value.indexOf('\n') >= 0) {
-                throw new IllegalArgumentException("selector contains a tab or newline: " + value);
+            if (kind.equals("id") && !value.matches("[0-9A-Fa-f]{32}")) {
+                throw new IllegalArgumentException("an operator id is 32 hex digits, as inspect prints it; got '"
+                        + value + "'");
             }
             this.kind = kind;
             this.value = value;
@@ -54,10 +58,6 @@ public final class Surgery {
 
         /** The operator id as Flink prints it (32 hex digits). */
         public static OperatorSelector id(String hex) {
-            if (hex == null || !hex.matches("[0-9A-Fa-f]{32}")) {
-                throw new IllegalArgumentException("an operator id is 32 hex digits, as inspect prints it; got '"
-                        + hex + "'");
-            }
             return new OperatorSelector("id", hex);
         }
 
@@ -78,7 +78,38 @@ public final class Surgery {
 
     }
 
-    private final List<String> lines = new ArrayList<>();
+    /** One operation; the native library gets it through {@link Wire#request}. */
+    static final class Operation {
+        /** The operation and its tag on the wire. */
+        enum Kind {
+            REMOVE_STATE(1), REMOVE_OPERATOR(2), DEDUPE_UNION(3), RENAME_OPERATOR(4);
+
+            final int tag;
+
+            Kind(int tag) {
+                this.tag = tag;
+            }
+        }
+
+        final Kind kind;
+        final OperatorSelector operators;
+        /** remove-state, dedupe-union: the state name. */
+        final String state;
+        /** rename-operator: the new uid, or else the new operator id; and the new name (or null). */
+        final String toUid, toOperatorId, toName;
+
+        private Operation(Kind kind, OperatorSelector operators, String state, String toUid, String toOperatorId,
+                String toName) {
+            this.kind = kind;
+            this.operators = Objects.requireNonNull(operators, "operators");
+            this.state = state;
+            this.toUid = toUid;
+            this.toOperatorId = toOperatorId;
+            this.toName = toName;
+        }
+    }
+
+    private final List<Operation> operations = new ArrayList<>();
     private boolean metadataOnly;
     private boolean copyUnchangedFiles;
 
@@ -99,18 +130,48 @@ public final class Surgery {
         return new Surgery().andDedupeUnion(operators, stateName);
     }
 
+    /**
+     * Gives the selected operator the id of {@code newUid} (Flink's hash of it) and, in Flink 2.x
+     * metadata, the stored uid. All its state moves with it: every subtask's operator, keyed and
+     * channel state, the coordinator state (a FLIP-27 source's enumerator) and the finished markers.
+     */
+    public static Surgery renameOperator(OperatorSelector operator, String newUid) {
+        return new Surgery().andRenameOperator(operator, newUid, null, null);
+    }
+
+    /** {@link #renameOperator} to an operator id as such (32 hex digits), for jobs that never set uids. */
+    public static Surgery renameOperatorToId(OperatorSelector operator, String newOperatorId) {
+        return new Surgery().andRenameOperator(operator, null, newOperatorId, null);
+    }
+
     public Surgery andRemoveState(OperatorSelector operators, String stateName) {
-        lines.add("remove-state\t" + operators.kind() + "\t" + operators.value() + "\t" + checkName(stateName));
+        operations.add(new Operation(Operation.Kind.REMOVE_STATE, operators, checkName(stateName), null, null, null));
         return this;
     }
 
     public Surgery andRemoveOperator(OperatorSelector operator) {
-        lines.add("remove-operator\t" + operator.kind() + "\t" + operator.value());
+        operations.add(new Operation(Operation.Kind.REMOVE_OPERATOR, operator, null, null, null, null));
         return this;
     }
 
     public Surgery andDedupeUnion(OperatorSelector operators, String stateName) {
-        lines.add("dedupe-union\t" + operators.kind() + "\t" + operators.value() + "\t" + checkName(stateName));
+        operations.add(new Operation(Operation.Kind.DEDUPE_UNION, operators, checkName(stateName), null, null, null));
+        return this;
+    }
+
+    /**
+     * Renames an operator: to {@code newUid}, or (when it is null) to {@code newOperatorId}; with a
+     * {@code newName} (or null to keep it), which only Flink 2.x metadata stores.
+     */
+    public Surgery andRenameOperator(OperatorSelector operator, String newUid, String newOperatorId, String newName) {
+        if ((newUid == null) == (newOperatorId == null)) {
+            throw new IllegalArgumentException("give the new uid or the new operator id, not both");
+        }
+        if (newUid != null && newUid.isEmpty()) {
+            throw new IllegalArgumentException("the new uid is empty");
+        }
+        if (newOperatorId != null) OperatorSelector.id(newOperatorId);
+        operations.add(new Operation(Operation.Kind.RENAME_OPERATOR, operator, null, newUid, newOperatorId, newName));
         return this;
     }
 
@@ -133,15 +194,17 @@ public final class Surgery {
         return copyUnchangedFiles;
     }
 
-    String encode() {
-        return "depth\t" + (metadataOnly ? "metadata-only" : "purge") + "\n" + String.join("\n", lines) + "\n";
+    boolean isMetadataOnly() {
+        return metadataOnly;
+    }
+
+    List<Operation> operations() {
+        return List.copyOf(operations);
     }
 
     private static String checkName(String s) {
         Objects.requireNonNull(s, "stateName");
-        if (s.isEmpty() || s.indexOf('\t') >= 0 || s.indexOf('\n') >= 0) {
-            throw new IllegalArgumentException("invalid state name: '" + s + "'");
-        }
+        if (s.isEmpty()) throw new IllegalArgumentException("the state name is empty");
         return s;
     }
 }

@@ -80,7 +80,7 @@ public final class SurgeryPlan {
     /**
      * One state handle (or operator) the surgery changes. {@code subtask} is -1 for a whole
      * operator. {@code action}: {@code purge-state}, {@code drop-map-entry}, {@code dedupe-union},
-     * {@code remove-operator}.
+     * {@code remove-operator}, {@code rename-operator}.
      */
     public static final class Change {
         private final String operatorId;
@@ -90,8 +90,10 @@ public final class SurgeryPlan {
         private final long elementsBefore;
         private final long elementsAfter;
         private final long bytesRemoved;
+        private final String detail;
 
-        public Change(String operatorId, int subtask, String state, String action, long elementsBefore, long elementsAfter, long bytesRemoved) {
+        public Change(String operatorId, int subtask, String state, String action, long elementsBefore, long elementsAfter, long bytesRemoved, String detail) {
+            this.detail = detail;
             this.operatorId = operatorId;
             this.subtask = subtask;
             this.state = state;
@@ -129,22 +131,27 @@ public final class SurgeryPlan {
             return bytesRemoved;
         }
 
+        /** More about the change: a rename's old and new operator id; empty for most changes. */
+        public String detail() {
+            return detail;
+        }
+
         @Override
         public boolean equals(Object o) {
             if (this == o) return true;
             if (!(o instanceof Change)) return false;
             Change that = (Change) o;
-            return java.util.Objects.equals(operatorId, that.operatorId) && java.util.Objects.equals(subtask, that.subtask) && java.util.Objects.equals(state, that.state) && java.util.Objects.equals(action, that.action) && java.util.Objects.equals(elementsBefore, that.elementsBefore) && java.util.Objects.equals(elementsAfter, that.elementsAfter) && java.util.Objects.equals(bytesRemoved, that.bytesRemoved);
+            return java.util.Objects.equals(operatorId, that.operatorId) && java.util.Objects.equals(subtask, that.subtask) && java.util.Objects.equals(state, that.state) && java.util.Objects.equals(action, that.action) && java.util.Objects.equals(elementsBefore, that.elementsBefore) && java.util.Objects.equals(elementsAfter, that.elementsAfter) && java.util.Objects.equals(bytesRemoved, that.bytesRemoved) && java.util.Objects.equals(detail, that.detail);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(operatorId, subtask, state, action, elementsBefore, elementsAfter, bytesRemoved);
+            return java.util.Objects.hash(operatorId, subtask, state, action, elementsBefore, elementsAfter, bytesRemoved, detail);
         }
 
         @Override
         public String toString() {
-            return "Change[operatorId=" + operatorId + ", subtask=" + subtask + ", state=" + state + ", action=" + action + ", elementsBefore=" + elementsBefore + ", elementsAfter=" + elementsAfter + ", bytesRemoved=" + bytesRemoved + "]";
+            return "Change[operatorId=" + operatorId + ", subtask=" + subtask + ", state=" + state + ", action=" + action + ", elementsBefore=" + elementsBefore + ", elementsAfter=" + elementsAfter + ", bytesRemoved=" + bytesRemoved + ", detail=" + detail + "]";
         }
     }
 
@@ -282,11 +289,6 @@ public final class SurgeryPlan {
         return new SurgeryPlan(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, r);
     }
 
-    /** Decodes the native plan (layout: {@code native/src/surgery.rs}, {@code encode_plan}). */
-    static SurgeryPlan decode(byte[] bytes) throws CheckpointSurgeonException {
-        return decodeStaged(bytes).plan;
-    }
-
     /**
      * What the native stage step of {@link Commit} wrote: the new metadata under a temporary name, the
      * new state files, and the relative state files the new metadata still shares with the old one.
@@ -308,51 +310,5 @@ public final class SurgeryPlan {
             this.written = written;
             this.unchanged = unchanged;
         }
-    }
-
-    /** Decodes a plan and, if the native side staged it, what it wrote ({@code metadataTmp} null if not). */
-    static Staged decodeStaged(byte[] bytes) throws CheckpointSurgeonException {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-            if (in.readInt() != 0x43535031) {
-                throw new CheckpointSurgeonException("JNI", "native plan has a wrong magic number");
-            }
-            String source = str(in), depth = str(in);
-            long before = in.readLong(), after = in.readLong();
-            int n = in.readInt();
-            List<Change> changes = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                changes.add(new Change(str(in), in.readInt(), str(in), str(in), in.readLong(), in.readLong(), in.readLong()));
-            }
-            n = in.readInt();
-            List<NewStream> streams = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                streams.add(new NewStream(str(in), str(in), in.readLong()));
-            }
-            int operators = in.readInt();
-            SurgeryPlan plan = new SurgeryPlan(source, depth, before, after, List.copyOf(changes), List.copyOf(streams),
-                    null);
-            if (!in.readBoolean()) {
-                return new Staged(plan, operators, null, 0, List.of(), List.of());
-            }
-            String tmp = str(in);
-            long size = in.readLong();
-            List<String> written = strs(in), unchanged = strs(in);
-            return new Staged(plan, operators, tmp, size, written, unchanged);
-        } catch (IOException e) {
-            throw new CheckpointSurgeonException("JNI", "native plan is malformed: " + e, e);
-        }
-    }
-
-    private static List<String> strs(DataInputStream in) throws IOException {
-        int n = in.readInt();
-        List<String> l = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) l.add(str(in));
-        return List.copyOf(l);
-    }
-
-    private static String str(DataInputStream in) throws IOException {
-        byte[] b = new byte[in.readInt()];
-        in.readFully(b);
-        return new String(b, StandardCharsets.UTF_8);
     }
 }

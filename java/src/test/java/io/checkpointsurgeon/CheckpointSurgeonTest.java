@@ -52,7 +52,7 @@ public class CheckpointSurgeonTest {
             CheckpointSurgeon.inspect(bad, "half.bin", null);
             fail("a truncated file must not parse");
         } catch (CheckpointSurgeonException e) {
-            assertEquals("FORMAT", e.code());
+            assertEquals("FORMAT", e.code().name());
             assertTrue(e.getMessage(), e.getMessage().startsWith("half.bin: at byte "));
             assertTrue(e.getMessage(), e.getMessage().contains("expected"));
         }
@@ -73,7 +73,7 @@ public class CheckpointSurgeonTest {
                 NativeBridge.panicForTesting();
                 fail("expected the panic as an exception");
             } catch (CheckpointSurgeonException e) {
-                assertEquals("PANIC", e.code());
+                assertEquals("PANIC", e.code().name());
                 assertTrue(e.getMessage().contains("deliberate panic"));
             }
         }

@@ -519,12 +519,12 @@ public final class Cli {
                                 CheckpointSurgeon.planHa(files.get(i), s)));
                         any = true;
                     } catch (CheckpointSurgeonException e) {
-                        if (!e.code().equals("NOTHING_SELECTED")) throw e;
+                        if (e.code() != CheckpointSurgeonException.Code.NOTHING_SELECTED) throw e;
                         results.add(new CheckpointSurgeon.HaRepair(files.get(i), "skipped", null));
                     }
                 }
                 if (!any) {
-                    throw new CheckpointSurgeonException("NOTHING_SELECTED", "the surgery selects nothing in any of the "
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "the surgery selects nothing in any of the "
                             + files.size() + " HA file(s)");
                 }
             }

@@ -7,7 +7,7 @@
 //!   `SimpleVersionedSerialization` (i32 version, i32 length) of `KafkaPartitionSplitSerializer`
 //!   version 0: `UTF topic`, `i32 partition`, `i64 startingOffset`, `i64 stoppingOffset`.
 
-use crate::io::Reader;
+use crate::codec::io::Reader;
 use bytes::Bytes;
 
 pub const LEGACY_STATE: &str = "topic-partition-offset-states";

@@ -2,16 +2,17 @@
 //! for the V4+ `CheckpointProperties` trailer of `_metadata`: the trailer is kept as opaque
 //! bytes, but it must be exactly one complete serialized object, or Flink could not read it.
 
+use crate::codec::io::Reader;
 use crate::error::{Error, Result};
-use crate::io::Reader;
 use bytes::Bytes;
 
 const MAX_DEPTH: u32 = 64;
 
 /// The classes the tool deserializes, shared with the Java side's filter (`SerialFilter`): one
 /// class a line, with the deepest graph depth it was recorded at.
-const ALLOWLIST: &str =
-    include_str!("../../java/src/main/resources/io/checkpointsurgeon/serialization-allowlist.txt");
+const ALLOWLIST: &str = include_str!(
+    "../../../java/src/main/resources/io/checkpointsurgeon/serialization-allowlist.txt"
+);
 
 /// Whether a class named in a serialized `CheckpointProperties` may be there.
 fn allowed_class(name: &str) -> bool {

@@ -1,12 +1,12 @@
-//! What a checkpoint holds and how big it is: the inspection report, and its binary encoding
-//! for the Java side (`InspectReport.read` decodes the same layout).
+//! What a checkpoint holds and how big it is: the inspection report (`wire` carries it to
+//! `InspectReport`).
 
-use crate::checkpoint::Checkpoint;
-use crate::handles::{KeyedHandle, OperatorHandle, StreamHandle};
-use crate::io::Enc;
-use crate::metadata::Subtasks;
-use crate::opstate;
+use crate::codec::handles::{KeyedHandle, OperatorHandle, StreamHandle};
+use crate::codec::metadata::Subtasks;
+use crate::codec::opstate;
+use crate::codec::StreamSource;
 
+#[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub source: String,
     pub version: i32,
@@ -17,6 +17,7 @@ pub struct Report {
     pub operators: Vec<OperatorReport>,
 }
 
+#[derive(Clone, Debug, PartialEq)]
 pub struct OperatorReport {
     pub id: String,
     pub name: String,
@@ -29,6 +30,7 @@ pub struct OperatorReport {
     pub subtasks: Vec<SubtaskReport>,
 }
 
+#[derive(Clone, Debug, PartialEq)]
 pub struct SubtaskReport {
     pub index: i32,
     pub managed_operator: Option<HandleReport>,
@@ -40,6 +42,7 @@ pub struct SubtaskReport {
     pub channel_bytes: i64,
 }
 
+#[derive(Clone, Debug, PartialEq)]
 pub struct HandleReport {
     pub kind: String,
     pub delegate_kind: String,
@@ -54,6 +57,7 @@ pub struct HandleReport {
     pub states: Vec<StateReport>,
 }
 
+#[derive(Clone, Debug, PartialEq)]
 pub struct StateReport {
     pub name: String,
     pub mode: String,
@@ -67,18 +71,18 @@ pub struct StateReport {
     pub digest: i64,
     /// Kafka source states: the distinct (topic, partition, offset) values and how often each
     /// occurs (at most `MAX_KAFKA_OFFSETS` of them).
-    pub kafka: Vec<(crate::kafka::KafkaOffset, u64)>,
+    pub kafka: Vec<(crate::report::kafka::KafkaOffset, u64)>,
 }
 
 const MAX_KAFKA_OFFSETS: usize = 10_000;
 
-pub fn inspect(cp: &Checkpoint) -> Report {
-    let md = &cp.metadata;
+pub fn inspect(cp: &dyn StreamSource) -> Report {
+    let md = cp.metadata();
     Report {
-        source: cp.metadata_path.display().to_string(),
+        source: cp.name(),
         version: md.version,
         checkpoint_id: md.checkpoint_id,
-        metadata_bytes: cp.bytes.len() as u64,
+        metadata_bytes: cp.metadata_len(),
         properties_bytes: md.properties.len() as u64,
         master_states: md
             .master_states
@@ -100,7 +104,7 @@ pub fn inspect(cp: &Checkpoint) -> Report {
                     Subtasks::FullyFinished => op.parallelism,
                     Subtasks::List(l) => l
                         .iter()
-                        .filter(|e| matches!(e, crate::metadata::SubtaskEntry::Finished(_)))
+                        .filter(|e| matches!(e, crate::codec::metadata::SubtaskEntry::Finished(_)))
                         .count() as i32,
                 },
                 subtasks: op
@@ -147,11 +151,12 @@ fn kafka_offsets(
     state: &str,
     stream: &bytes::Bytes,
     ranges: &[(u64, u64)],
-) -> Vec<(crate::kafka::KafkaOffset, u64)> {
-    let Some(decode) = crate::kafka::decoder(state) else {
+) -> Vec<(crate::report::kafka::KafkaOffset, u64)> {
+    let Some(decode) = crate::report::kafka::decoder(state) else {
         return Vec::new();
     };
-    let mut counts: std::collections::BTreeMap<crate::kafka::KafkaOffset, u64> = Default::default();
+    let mut counts: std::collections::BTreeMap<crate::report::kafka::KafkaOffset, u64> =
+        Default::default();
     for &(a, b) in ranges {
         if let Some(k) = decode(&stream[a as usize..b as usize]) {
             if counts.len() < MAX_KAFKA_OFFSETS || counts.contains_key(&k) {
@@ -179,7 +184,7 @@ fn location(h: &StreamHandle) -> String {
     }
 }
 
-fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
+fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle) -> HandleReport {
     let mut r = HandleReport {
         kind: h.kind().to_string(),
         delegate_kind: h.delegate.as_ref().map_or("null", |d| d.kind()).to_string(),
@@ -250,85 +255,4 @@ fn handle_report(cp: &Checkpoint, h: &OperatorHandle) -> HandleReport {
         Err(e) => r.stream_error = e.in_file(&name).to_string(),
     }
     r
-}
-
-/// The binary layout read by `io.checkpointsurgeon.InspectReport`.
-impl Report {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut e = Enc(Vec::with_capacity(4096));
-        e.i32(0x4353_5231);
-        e.str(&self.source);
-        e.i32(self.version);
-        e.i64(self.checkpoint_id);
-        e.i64(self.metadata_bytes as i64);
-        e.i64(self.properties_bytes as i64);
-        e.i32(self.master_states.len() as i32);
-        for (name, version, bytes) in &self.master_states {
-            e.str(name);
-            e.i32(*version);
-            e.i64(*bytes as i64);
-        }
-        e.i32(self.operators.len() as i32);
-        for op in &self.operators {
-            e.str(&op.id);
-            e.str(&op.name);
-            e.str(&op.uid);
-            e.i32(op.parallelism);
-            e.i32(op.max_parallelism);
-            e.i64(op.coordinator_bytes);
-            e.bool(op.fully_finished);
-            e.i32(op.finished_subtasks);
-            e.i32(op.subtasks.len() as i32);
-            for s in &op.subtasks {
-                e.i32(s.index);
-                for h in [&s.managed_operator, &s.raw_operator] {
-                    encode_handle(&mut e, h);
-                }
-                for k in [&s.managed_keyed, &s.raw_keyed] {
-                    e.bool(k.is_some());
-                    if let Some((kind, size)) = k {
-                        e.str(kind);
-                        e.i64(*size);
-                    }
-                }
-                e.i32(s.input_channels);
-                e.i32(s.output_channels);
-                e.i64(s.channel_bytes);
-            }
-        }
-        e.0
-    }
-}
-
-fn encode_handle(e: &mut Enc, h: &Option<HandleReport>) {
-    {
-        e.bool(h.is_some());
-        let Some(h) = h else { return };
-        e.str(&h.kind);
-        e.str(&h.delegate_kind);
-        e.str(&h.location);
-        e.i64(h.delegate_size);
-        e.bool(h.inline);
-        e.i32(h.proxy_version);
-        e.bool(h.compressed);
-        e.str(&h.stream_error);
-        e.i64(h.header_bytes);
-        e.i32(h.states.len() as i32);
-        for s in &h.states {
-            e.str(&s.name);
-            e.str(&s.mode);
-            e.i64(s.elements);
-            e.i64(s.bytes);
-            e.str(&s.serializer);
-            e.i64(s.distinct);
-            e.i64(s.digest);
-            e.i32(s.kafka.len() as i32);
-            for (k, n) in &s.kafka {
-                e.str(&k.topic);
-                e.i32(k.partition);
-                e.i64(k.offset);
-                e.i64(*n as i64);
-            }
-        }
-    }
 }

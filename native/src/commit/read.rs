@@ -1,9 +1,9 @@
 //! A checkpoint on local disk: the memory-mapped `_metadata` and the state streams its handles
 //! point at. Relative handles resolve next to `_metadata` and may not escape that directory.
 
+use crate::codec::handles::{checked_relative, StreamHandle};
+use crate::codec::metadata::{self, CheckpointMetadata};
 use crate::error::{Error, Result};
-use crate::handles::StreamHandle;
-use crate::metadata::{self, CheckpointMetadata};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
@@ -14,10 +14,10 @@ pub fn map_file(path: &Path) -> Result<Bytes> {
     map_range(path, 0, None)
 }
 
-/// A mapped file and the guard that turns a SIGBUS on it into an error (see [`crate::mapguard`]).
+/// A mapped file and the guard that turns a SIGBUS on it into an error (see [`crate::commit::mapguard`]).
 /// The guard is dropped first: it unregisters the range before the mapping goes away.
 struct GuardedMap {
-    _guard: Option<crate::mapguard::Guard>,
+    _guard: Option<crate::commit::mapguard::Guard>,
     map: memmap2::Mmap,
 }
 
@@ -75,11 +75,12 @@ pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.display(), e))?;
     // Read ahead: the file is parsed front to back. Only a hint, so a failure does not matter.
     let _ = map.advise(memmap2::Advice::Sequential);
-    let guard = crate::mapguard::register(map.as_ptr() as usize, map.len(), path);
+    let guard = crate::commit::mapguard::register(map.as_ptr() as usize, map.len(), path);
     let bytes = Bytes::from_owner(GuardedMap { _guard: guard, map });
     Ok(bytes.slice(start as usize..(start + want) as usize))
 }
 
+/// A checkpoint on the file system: its mapped `_metadata` and, on demand, its state files.
 pub struct Checkpoint {
     /// The `_metadata` file.
     pub metadata_path: PathBuf,
@@ -276,16 +277,6 @@ fn refuse_link_outside(p: &Path, roots: &[PathBuf]) -> Result<()> {
     )))
 }
 
-/// A relative state file name must be a plain file name: no separator, no `..`.
-pub fn checked_relative(name: &str) -> Result<&str> {
-    if name.is_empty() || name.contains('/') || name.contains('\\') || name == "." || name == ".." {
-        return Err(Error::InvalidArgument(format!(
-            "relative state file name '{name}' is not a plain file name; refusing to leave the checkpoint directory"
-        )));
-    }
-    Ok(name)
-}
-
 /// A Flink path string (`file:/x`, `file:///x`, `/x`) as a local path; other schemes need
 /// Flink's file systems on the Java side.
 pub fn local_path(p: &str) -> Result<PathBuf> {
@@ -303,4 +294,19 @@ pub fn local_path(p: &str) -> Result<PathBuf> {
         });
     };
     Ok(PathBuf::from(rest))
+}
+
+impl crate::codec::StreamSource for Checkpoint {
+    fn metadata(&self) -> &CheckpointMetadata {
+        &self.metadata
+    }
+    fn name(&self) -> String {
+        self.metadata_path.display().to_string()
+    }
+    fn metadata_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+    fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
+        Checkpoint::stream_bytes(self, h)
+    }
 }

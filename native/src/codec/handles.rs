@@ -2,8 +2,8 @@
 //! serializers): stream, keyed, operator and channel handles, each parsed into a model that keeps
 //! enough to re-emit the identical bytes. Offsets arrays stay raw until someone asks for them.
 
+use crate::codec::io::{JStr, Reader, Writer};
 use crate::error::{Error, Result};
-use crate::io::{JStr, Reader, Writer};
 use bytes::Bytes;
 use std::io::Write;
 
@@ -851,4 +851,14 @@ impl ChannelHandle {
             }
         }
     }
+}
+
+/// A relative state file name must be a plain file name: no separator, no `..`.
+pub fn checked_relative(name: &str) -> Result<&str> {
+    if name.is_empty() || name.contains('/') || name.contains('\\') || name == "." || name == ".." {
+        return Err(Error::InvalidArgument(format!(
+            "relative state file name '{name}' is not a plain file name; refusing to leave the checkpoint directory"
+        )));
+    }
+    Ok(name)
 }

@@ -2,9 +2,9 @@
 //! slices of the input, and a writer that re-emits it. An unmodified model writes back the
 //! identical bytes. Operator, subtask and map order is the file's own and is kept.
 
+use crate::codec::handles::{ChannelHandle, KeyedHandle, OperatorHandle, StreamHandle};
+use crate::codec::io::{JStr, Reader, Writer};
 use crate::error::{Error, Result};
-use crate::handles::{ChannelHandle, KeyedHandle, OperatorHandle, StreamHandle};
-use crate::io::{JStr, Reader, Writer};
 use bytes::Bytes;
 use std::io::Write;
 
@@ -180,7 +180,7 @@ pub fn parse(buf: Bytes) -> Result<CheckpointMetadata> {
                 Some(format!("{:02X?}", &p[..p.len().min(4)])),
             ));
         }
-        crate::javaser::check_single_object(p.clone()).map_err(|e| shift_error(e, at))?;
+        crate::codec::javaser::check_single_object(p.clone()).map_err(|e| shift_error(e, at))?;
         p
     } else {
         if r.remaining() > 0 {
@@ -515,7 +515,82 @@ fn write_subtask<W: Write>(s: &SubtaskState, w: &mut Writer<W>) -> std::io::Resu
     Ok(())
 }
 
+/// One operator state handle of the model and where it sits.
+pub struct HandleAt<'a> {
+    /// Index of the operator in [`CheckpointMetadata::operators`].
+    pub operator: usize,
+    pub subtask: i32,
+    /// Managed (`true`) or raw operator state.
+    pub managed: bool,
+    pub handle: &'a OperatorHandle,
+}
+
+/// [`HandleAt`] with a mutable handle.
+pub struct HandleAtMut<'a> {
+    pub operator: usize,
+    pub subtask: i32,
+    pub managed: bool,
+    pub handle: &'a mut OperatorHandle,
+}
+
+impl OperatorState {
+    /// Every operator state handle of this operator: (subtask, managed?, handle).
+    pub fn operator_handles(&self) -> impl Iterator<Item = (i32, bool, &OperatorHandle)> {
+        self.subtask_states().flat_map(|(i, st)| {
+            [(true, st.managed_operator()), (false, st.raw_operator())]
+                .into_iter()
+                .filter_map(move |(m, h)| h.map(|h| (i, m, h)))
+        })
+    }
+}
+
 impl CheckpointMetadata {
+    /// Every operator state handle of the checkpoint, in file order.
+    pub fn operator_handles(&self) -> impl Iterator<Item = HandleAt<'_>> {
+        self.operators.iter().enumerate().flat_map(|(o, op)| {
+            op.operator_handles()
+                .map(move |(subtask, managed, handle)| HandleAt {
+                    operator: o,
+                    subtask,
+                    managed,
+                    handle,
+                })
+        })
+    }
+
+    /// [`Self::operator_handles`], mutable.
+    pub fn operator_handles_mut(&mut self) -> impl Iterator<Item = HandleAtMut<'_>> {
+        self.operators
+            .iter_mut()
+            .enumerate()
+            .flat_map(|(o, op)| {
+                let list: &mut [SubtaskEntry] = match &mut op.subtasks {
+                    Subtasks::FullyFinished => &mut [],
+                    Subtasks::List(l) => l,
+                };
+                list.iter_mut().filter_map(move |e| match e {
+                    SubtaskEntry::State(i, s) => Some((o, *i, &mut **s)),
+                    SubtaskEntry::Finished(_) => None,
+                })
+            })
+            .flat_map(|(o, i, st)| {
+                [
+                    (true, &mut st.managed_operator),
+                    (false, &mut st.raw_operator),
+                ]
+                .into_iter()
+                .filter_map(move |(managed, slot)| match slot {
+                    Some((_, Some(h))) => Some(HandleAtMut {
+                        operator: o,
+                        subtask: i,
+                        managed,
+                        handle: h,
+                    }),
+                    _ => None,
+                })
+            })
+    }
+
     /// Calls `f` for every stream handle the checkpoint references, nested ones included.
     pub fn visit_stream_handles(&self, f: &mut dyn FnMut(&StreamHandle)) {
         fn stream(h: &Option<StreamHandle>, f: &mut dyn FnMut(&StreamHandle)) {
@@ -558,15 +633,12 @@ impl CheckpointMetadata {
                 }
             }
         }
+        for h in self.operator_handles() {
+            stream(&h.handle.delegate, f);
+        }
         for op in &self.operators {
             stream(&op.coordinator, f);
             for (_, st) in op.subtask_states() {
-                for h in [st.managed_operator(), st.raw_operator()]
-                    .into_iter()
-                    .flatten()
-                {
-                    stream(&h.delegate, f);
-                }
                 keyed(&st.managed_keyed, f);
                 keyed(&st.raw_keyed, f);
                 for c in st.input_channels.iter().chain(&st.output_channels) {

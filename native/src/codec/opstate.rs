@@ -7,9 +7,9 @@
 //! element) and the whole layout is then checked against the offsets. Nothing here needs the
 //! state's Java classes.
 
+use crate::codec::handles::{OperatorHandle, StateMetaInfo};
+use crate::codec::io::{JStr, Reader};
 use crate::error::{Error, Result};
-use crate::handles::{OperatorHandle, StateMetaInfo};
-use crate::io::{JStr, Reader};
 use bytes::Bytes;
 
 const DISTRIBUTION_MODE_OPTION: &[u8] = b"\x00\x20OPERATOR_STATE_DISTRIBUTION_MODE";
@@ -549,7 +549,10 @@ pub fn state_blocks(handle: &OperatorHandle, stream_len: u64) -> Option<Vec<Opti
 }
 
 /// The element ranges of one state whose elements fill `[offsets[0], block_end)`.
-pub fn ranges_in_block(offsets: &crate::handles::Offsets, block_end: u64) -> Vec<(u64, u64)> {
+pub fn ranges_in_block(
+    offsets: &crate::codec::handles::Offsets,
+    block_end: u64,
+) -> Vec<(u64, u64)> {
     let mut v = Vec::with_capacity(offsets.len());
     let mut it = offsets.iter().map(|o| o as u64).peekable();
     while let Some(o) = it.next() {
@@ -573,10 +576,37 @@ fn element_ranges_in_blocks(
     )
 }
 
+/// Appends `stream[from..to]` to `pieces`, with each i16 state count of the header that lies
+/// inside the range lowered by its removed number: `counts` are (offset of the count in the
+/// stream, states removed), from [`StreamHeader::list_count_at`] and `broadcast_count_at`.
+pub fn push_patched(
+    pieces: &mut Vec<Bytes>,
+    stream: &Bytes,
+    from: u64,
+    to: u64,
+    counts: &[(u64, i16)],
+) {
+    let mut f = from;
+    for &(count_at, removed) in counts {
+        if removed != 0 && count_at >= f && count_at + 2 <= to {
+            if count_at > f {
+                pieces.push(stream.slice(f as usize..count_at as usize));
+            }
+            let old =
+                i16::from_be_bytes([stream[count_at as usize], stream[count_at as usize + 1]]);
+            pieces.push(Bytes::copy_from_slice(&(old - removed).to_be_bytes()));
+            f = count_at + 2;
+        }
+    }
+    if to > f {
+        pieces.push(stream.slice(f as usize..to as usize));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handles::{Mode, Offsets, StateMetaInfo};
+    use crate::codec::handles::{Mode, Offsets, StateMetaInfo};
 
     /// A small xorshift generator: deterministic cases without a dependency.
     struct Rng(u64);

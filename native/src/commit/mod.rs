@@ -5,13 +5,19 @@
 //! files, the backup and the atomic switch are the Java side's steps, after Flink's loader has
 //! judged the staged file. On failure every file this step created is removed again.
 
-use crate::checkpoint::{checked_relative, Checkpoint, METADATA_FILE_NAME};
+pub mod mapguard;
+pub mod read;
+
+pub use read::Checkpoint;
+
+use crate::codec::handles::checked_relative;
+use crate::codec::handles::StreamHandle;
+use crate::codec::io::JStr;
+use crate::codec::metadata::CheckpointMetadata;
+use crate::codec::opstate;
 use crate::error::{Error, Result};
-use crate::handles::{OperatorHandle, StreamHandle};
-use crate::io::JStr;
-use crate::metadata::{CheckpointMetadata, SubtaskEntry, Subtasks};
-use crate::opstate;
 use crate::surgery::{delegate_location, Depth, Plan, ABSOLUTE_PLACEHOLDER};
+use read::METADATA_FILE_NAME;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -94,7 +100,7 @@ fn stage_into(
 
     let tmp = fresh_path(stream_dir, &format!("{METADATA_FILE_NAME}.tmp-"), |p| {
         write_new_file(p, created, |w| {
-            let mut out = crate::io::Writer::new(w);
+            let mut out = crate::codec::io::Writer::new(w);
             metadata.write(&mut out)
         })
     })?;
@@ -115,7 +121,7 @@ fn stage_into(
     }
     verify_streams(&check, plan)?;
     // an input truncated while it was mapped and read: the staged files hold zeros (mapguard)
-    crate::mapguard::check()?;
+    crate::commit::mapguard::check()?;
     staged.metadata_bytes = check.bytes.len() as u64;
     staged.metadata_tmp = tmp;
     Ok(staged)
@@ -130,31 +136,14 @@ fn with_new_file_paths(
 ) -> CheckpointMetadata {
     let mut metadata = plan.metadata.clone();
     let abs_prefix = JStr::new(ABSOLUTE_PLACEHOLDER);
-    for op in &mut metadata.operators {
-        let Subtasks::List(list) = &mut op.subtasks else {
-            continue;
-        };
-        for e in list {
-            let SubtaskEntry::State(_, st) = e else {
-                continue;
-            };
-            for (_, h) in [&mut st.managed_operator, &mut st.raw_operator]
-                .into_iter()
-                .flatten()
-            {
-                if let Some(OperatorHandle {
-                    delegate: Some(StreamHandle::File { path, .. }),
-                    ..
-                }) = h
-                {
-                    if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
-                        let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
-                        *path = JStr::new(&match out_uri {
-                            Some(u) => format!("{}/{name}", u.trim_end_matches('/')),
-                            None => format!("file:{}", stream_dir.join(name).display()),
-                        });
-                    }
-                }
+    for at in metadata.operator_handles_mut() {
+        if let Some(StreamHandle::File { path, .. }) = &mut at.handle.delegate {
+            if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
+                let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
+                *path = JStr::new(&match out_uri {
+                    Some(u) => format!("{}/{name}", u.trim_end_matches('/')),
+                    None => format!("file:{}", stream_dir.join(name).display()),
+                });
             }
         }
     }
@@ -169,44 +158,38 @@ fn verify_streams(cp: &Checkpoint, plan: &Plan) -> Result<()> {
         .filter_map(|s| s.file_name.as_deref())
         .collect();
     let inline_rewritten = plan.new_streams.iter().any(|s| s.file_name.is_none());
-    for op in &cp.metadata.operators {
-        for (_, st) in op.subtask_states() {
-            for h in [st.managed_operator(), st.raw_operator()]
-                .into_iter()
-                .flatten()
-            {
-                let Some(d) = &h.delegate else { continue };
-                let rewritten = match d {
-                    StreamHandle::ByteStream { .. } => inline_rewritten,
-                    StreamHandle::RelativeFile { path, .. } => {
-                        new_files.contains(path.to_string().as_str())
-                    }
-                    // an absolute handle of a new file: its path ends with the file name
-                    StreamHandle::File { path, .. } => path
-                        .to_string()
-                        .rsplit('/')
-                        .next()
-                        .is_some_and(|n| new_files.contains(n)),
-                    _ => false,
-                };
-                if !rewritten {
-                    continue;
-                }
-                let stream = cp.stream_bytes(d)?;
-                let header = opstate::parse_header(&stream, h)
-                    .map_err(|e| e.in_file(&delegate_location(d)))?;
-                // Every state of the handle has its entry; after a purge, and only then, the
-                // header names no other state (metadata-only removals keep their entries).
-                let exact = plan.depth == Depth::Purge;
-                if (exact && header.entries.len() != h.states.len())
-                    || h.states.iter().any(|s| header.entry(&s.name).is_none())
-                {
-                    return Err(Error::InvalidArgument(format!(
-                        "{}: the rewritten stream header does not match its handle",
-                        delegate_location(d)
-                    )));
-                }
+    for at in cp.metadata.operator_handles() {
+        let h = at.handle;
+        let Some(d) = &h.delegate else { continue };
+        let rewritten = match d {
+            StreamHandle::ByteStream { .. } => inline_rewritten,
+            StreamHandle::RelativeFile { path, .. } => {
+                new_files.contains(path.to_string().as_str())
             }
+            // an absolute handle of a new file: its path ends with the file name
+            StreamHandle::File { path, .. } => path
+                .to_string()
+                .rsplit('/')
+                .next()
+                .is_some_and(|n| new_files.contains(n)),
+            _ => false,
+        };
+        if !rewritten {
+            continue;
+        }
+        let stream = cp.stream_bytes(d)?;
+        let header =
+            opstate::parse_header(&stream, h).map_err(|e| e.in_file(&delegate_location(d)))?;
+        // Every state of the handle has its entry; after a purge, and only then, the
+        // header names no other state (metadata-only removals keep their entries).
+        let exact = plan.depth == Depth::Purge;
+        if (exact && header.entries.len() != h.states.len())
+            || h.states.iter().any(|s| header.entry(&s.name).is_none())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{}: the rewritten stream header does not match its handle",
+                delegate_location(d)
+            )));
         }
     }
     Ok(())

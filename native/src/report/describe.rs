@@ -1,9 +1,9 @@
 //! The canonical text description of a parsed `_metadata` (tests/describe-format.md). The Java
 //! tests print the same text from Flink's own `CheckpointMetadata`; the two must agree.
 
-use crate::handles::{ChannelHandle, KeyedHandle, OperatorHandle, StreamHandle};
-use crate::handles::{HandleList, KeyGroups, Offsets};
-use crate::metadata::{CheckpointMetadata, SubtaskEntry, Subtasks};
+use crate::codec::handles::{ChannelHandle, KeyedHandle, OperatorHandle, StreamHandle};
+use crate::codec::handles::{HandleList, KeyGroups, Offsets};
+use crate::codec::metadata::{CheckpointMetadata, SubtaskEntry, Subtasks};
 use std::fmt::Write;
 
 pub fn describe(md: &CheckpointMetadata) -> String {
@@ -21,7 +21,7 @@ pub fn describe(md: &CheckpointMetadata) -> String {
     let mut ops: Vec<_> = md.operators.iter().collect();
     ops.sort_by_key(|o| o.hex_id());
     for op in ops {
-        let opt = |s: &Option<crate::io::JStr>| match s {
+        let opt = |s: &Option<crate::codec::io::JStr>| match s {
             Some(s) if !s.is_empty() => s.to_string(),
             _ => "-".to_string(),
         };

@@ -1,0 +1,29 @@
+//! Flink's byte formats: `_metadata` ([`metadata`]), the state handles in it ([`handles`]), the
+//! operator-state streams ([`opstate`]), Java's modified UTF-8 and the readers/writers
+//! ([`io`]), the check of Java-serialized parts ([`javaser`]) and uid hashing ([`uid`]).
+//! Bytes in, model out: nothing here touches a file or the JVM.
+
+pub mod handles;
+pub mod io;
+pub mod javaser;
+pub mod metadata;
+pub mod opstate;
+pub mod uid;
+
+use crate::error::Result;
+use bytes::Bytes;
+use handles::StreamHandle;
+use metadata::CheckpointMetadata;
+
+/// A checkpoint as surgery and report see it: the parsed `_metadata` and the bytes of its state
+/// streams. `commit::Checkpoint` serves them from the file system (mapped, guarded); a test or a
+/// fuzz target can serve them from memory.
+pub trait StreamSource {
+    fn metadata(&self) -> &CheckpointMetadata;
+    /// The `_metadata` file's name, for messages and reports.
+    fn name(&self) -> String;
+    /// The size of the `_metadata` bytes.
+    fn metadata_len(&self) -> u64;
+    /// The bytes of one state stream.
+    fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes>;
+}

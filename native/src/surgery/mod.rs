@@ -1,0 +1,299 @@
+//! State surgery on a parsed checkpoint: the typed request, operator selection, and the plan:
+//! the new model and the new state streams, computed without writing anything. The streams are
+//! lists of slices of the old ones, so nothing large is copied until `commit::stage` writes them.
+//!
+//! One module per operation family: [`remove`] (remove-state, remove-operator, dedupe-union),
+//! [`rename`] (rename-operator); [`cut`] cuts bytes out of operator-state streams. Keyed,
+//! channel, coordinator and master state are never rewritten: their bytes pass through.
+//! Nothing here touches a file or the JVM: streams are read through [`StreamSource`].
+
+pub mod cut;
+pub mod remove;
+pub mod rename;
+
+use crate::codec::handles::StreamHandle;
+use crate::codec::io::JStr;
+use crate::codec::metadata::{CheckpointMetadata, OperatorState};
+use crate::codec::uid::operator_id_for_uid;
+use crate::codec::StreamSource;
+use crate::error::{Error, Result};
+use bytes::Bytes;
+
+/// Which operators an operation applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selector {
+    /// Every operator that has the named state.
+    All,
+    /// The OperatorID (16 bytes; Flink prints them as 32 hex digits).
+    Id([u8; 16]),
+    /// A user-specified uid (hashed as Flink does).
+    Uid(String),
+    /// The operator name (metadata V5+ stores it).
+    Name(String),
+}
+
+impl Selector {
+    /// An operator id given as 32 hex digits, as `inspect` prints it.
+    pub fn id_hex(hex: &str) -> Result<Selector> {
+        Ok(Selector::Id(parse_operator_id(hex)?))
+    }
+
+    pub fn matches(&self, op: &OperatorState) -> bool {
+        match self {
+            Selector::All => true,
+            Selector::Id(id) => &op.id == id,
+            Selector::Uid(uid) => {
+                op.id == operator_id_for_uid(uid)
+                    || op.uid.as_ref().is_some_and(|u| u.to_string() == *uid)
+            }
+            Selector::Name(n) => op.name.as_ref().is_some_and(|x| x.to_string() == *n),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Selector::All => "any operator".to_string(),
+            Selector::Id(id) => format!("operator id {}", hex(id)),
+            Selector::Uid(u) => format!("operator uid '{u}'"),
+            Selector::Name(n) => format!("operator name '{n}'"),
+        }
+    }
+}
+
+/// 32 hex digits to the 16 bytes of an OperatorID.
+pub fn parse_operator_id(hex: &str) -> Result<[u8; 16]> {
+    let v = hex.trim();
+    if v.len() != 32 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::InvalidArgument(format!(
+            "operator id '{hex}' is not 32 hex digits"
+        )));
+    }
+    let mut id = [0u8; 16];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&v[2 * i..2 * i + 2], 16)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    }
+    Ok(id)
+}
+
+pub fn hex(id: &[u8; 16]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The new identity of a renamed operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NewIdentity {
+    /// A uid: the operator id becomes Flink's hash of it, and V5+ metadata stores the uid.
+    Uid(String),
+    /// An operator id as such (for a job that never set uids).
+    Id([u8; 16]),
+}
+
+/// One operation of a request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation {
+    /// Removes a named operator state (list, union or broadcast).
+    RemoveState { operators: Selector, state: JStr },
+    /// Removes an operator with all its state.
+    RemoveOperator { operators: Selector },
+    /// Keeps one copy of each distinct element of a union state.
+    DedupeUnion { operators: Selector, state: JStr },
+    /// Gives an operator a new id (and uid, and name in V5+); all its state moves with it.
+    RenameOperator {
+        operator: Selector,
+        to: NewIdentity,
+        name: Option<String>,
+    },
+}
+
+impl Operation {
+    fn describe(&self) -> String {
+        match self {
+            Operation::RemoveState { operators, state } => {
+                format!("state '{state}' of {}", operators.describe())
+            }
+            Operation::RemoveOperator { operators } => operators.describe(),
+            Operation::DedupeUnion { operators, state } => {
+                format!("union state '{state}' of {}", operators.describe())
+            }
+            Operation::RenameOperator { operator, .. } => operator.describe(),
+        }
+    }
+}
+
+/// How deep a state removal goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Drop the name from the handle maps only; the stream header still names the state.
+    MetadataOnly,
+    /// Also cut the state's header entry and elements out of every stream.
+    Purge,
+}
+
+/// What to do to a checkpoint. The Java side sends it through `wire`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub operations: Vec<Operation>,
+    pub depth: Depth,
+}
+
+impl Request {
+    /// A purging request of the given operations.
+    pub fn new(operations: Vec<Operation>) -> Request {
+        Request {
+            operations,
+            depth: Depth::Purge,
+        }
+    }
+
+    /// Remove `state` from the selected operators (purge).
+    pub fn remove_state(operators: Selector, state: &str) -> Request {
+        Request::new(vec![Operation::RemoveState {
+            operators,
+            state: JStr::new(state),
+        }])
+    }
+
+    /// Keep one copy of each distinct element of the union `state`.
+    pub fn dedupe_union(operators: Selector, state: &str) -> Request {
+        Request::new(vec![Operation::DedupeUnion {
+            operators,
+            state: JStr::new(state),
+        }])
+    }
+
+    /// Remove the selected operator with all its state.
+    pub fn remove_operator(operators: Selector) -> Request {
+        Request::new(vec![Operation::RemoveOperator { operators }])
+    }
+
+    /// Give the selected operator a new identity.
+    pub fn rename_operator(operator: Selector, to: NewIdentity, name: Option<&str>) -> Request {
+        Request::new(vec![Operation::RenameOperator {
+            operator,
+            to,
+            name: name.map(String::from),
+        }])
+    }
+
+    pub fn with_depth(mut self, depth: Depth) -> Request {
+        self.depth = depth;
+        self
+    }
+}
+
+/// One line of the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub operator: String,
+    /// -1 for a whole-operator change.
+    pub subtask: i32,
+    pub state: String,
+    pub action: &'static str,
+    pub elements_before: i64,
+    pub elements_after: i64,
+    /// Bytes the change removes from the state streams (0 for map-only changes).
+    pub bytes_removed: i64,
+    /// More about the change (a rename's old and new id); empty for most.
+    pub detail: String,
+}
+
+impl Change {
+    /// A change of a whole operator (remove, rename).
+    fn operator(op: &OperatorState, action: &'static str, detail: String) -> Change {
+        Change {
+            operator: op.hex_id(),
+            subtask: -1,
+            state: String::new(),
+            action,
+            elements_before: 0,
+            elements_after: 0,
+            bytes_removed: 0,
+            detail,
+        }
+    }
+}
+
+/// A new state stream: its bytes are the concatenation of `pieces`.
+#[derive(Clone, Debug)]
+pub struct NewStream {
+    /// File name in the output directory (None: inline, the bytes go into `_metadata`).
+    pub file_name: Option<String>,
+    /// What it replaces (the old handle's location).
+    pub replaces: String,
+    pub pieces: Vec<Bytes>,
+    pub len: u64,
+}
+
+pub struct Plan {
+    pub changes: Vec<Change>,
+    pub metadata: CheckpointMetadata,
+    pub new_streams: Vec<NewStream>,
+    pub depth: Depth,
+}
+
+/// Computes the surgery. Fails if an operation selects nothing, so that a typo never passes
+/// as a successful no-op. `name_stream` names new state files.
+pub fn plan(
+    cp: &dyn StreamSource,
+    req: &Request,
+    name_stream: &mut dyn FnMut() -> String,
+) -> Result<Plan> {
+    let mut removals = remove::Removals::default();
+    let mut md = cp.metadata().clone();
+    let mut changes = Vec::new();
+    for op in &req.operations {
+        let hit = match op {
+            Operation::RemoveOperator { operators } => {
+                removals.select_operators(&md, operators, &mut changes)?
+            }
+            Operation::RemoveState { operators, state } => {
+                removals.select_states(cp, &md, operators, state, false)?
+            }
+            Operation::DedupeUnion { operators, state } => {
+                removals.select_states(cp, &md, operators, state, true)?
+            }
+            Operation::RenameOperator { operator, to, name } => {
+                rename::rename(&mut md, operator, to, name.as_deref(), &mut changes)?
+            }
+        };
+        if !hit {
+            return Err(Error::NothingSelected(format!(
+                "{} selects nothing in this checkpoint",
+                op.describe()
+            )));
+        }
+    }
+    let new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
+    Ok(Plan {
+        changes,
+        metadata: md,
+        new_streams,
+        depth: req.depth,
+    })
+}
+
+/// Marks a `FileStateHandle` path that `commit::stage` replaces with the new file's path.
+pub const ABSOLUTE_PLACEHOLDER: &str = "\u{0}checkpoint-surgeon-output:";
+
+/// Where a stream handle's bytes are, for plans and messages.
+pub fn delegate_location(h: &StreamHandle) -> String {
+    match h {
+        StreamHandle::ByteStream { name, .. } => format!("inline:{name}"),
+        StreamHandle::File { path, .. } | StreamHandle::RelativeFile { path, .. } => {
+            path.to_string()
+        }
+        StreamHandle::Segment {
+            path, start, size, ..
+        } => format!("{path}@{start}+{size}"),
+        other => other.kind().to_string(),
+    }
+}
+
+/// The size `_metadata` will have after the surgery, without writing it anywhere.
+pub fn new_metadata_size(plan: &Plan) -> u64 {
+    let mut w = crate::codec::io::Writer::new(std::io::sink());
+    // A sink never fails; a too-long string cannot come out of a parsed model.
+    let _ = plan.metadata.write(&mut w);
+    w.written()
+}

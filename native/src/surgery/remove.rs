@@ -1,0 +1,214 @@
+//! remove-state, remove-operator and dedupe-union: select what goes, then rewrite the model and
+//! (when purging or de-duplicating) the streams of every handle that changes.
+
+use super::cut::{rewrite_stream, HandleEdit};
+use super::{delegate_location, Change, Depth, NewStream, Selector, ABSOLUTE_PLACEHOLDER};
+use crate::codec::handles::{checked_relative, Mode, StreamHandle};
+use crate::codec::io::JStr;
+use crate::codec::metadata::CheckpointMetadata;
+use crate::codec::opstate;
+use crate::codec::StreamSource;
+use crate::error::{Error, Result};
+use bytes::Bytes;
+use std::collections::{HashMap, HashSet};
+
+/// What the removals of a request selected, before anything changes.
+#[derive(Default)]
+pub struct Removals {
+    /// Per (operator index, subtask index, managed?): the edit of that handle.
+    edits: HashMap<(usize, i32, bool), HandleEdit>,
+    removed_ops: HashSet<usize>,
+}
+
+impl Removals {
+    /// remove-operator: marks the selected operators.
+    pub fn select_operators(
+        &mut self,
+        md: &CheckpointMetadata,
+        operators: &Selector,
+        changes: &mut Vec<Change>,
+    ) -> Result<bool> {
+        if *operators == Selector::All {
+            return Err(Error::InvalidArgument(
+                "remove-operator needs an operator id, uid or name".into(),
+            ));
+        }
+        let mut hit = false;
+        for (i, op) in md.operators.iter().enumerate() {
+            if operators.matches(op) && self.removed_ops.insert(i) {
+                hit = true;
+                changes.push(Change::operator(op, "remove-operator", String::new()));
+            }
+        }
+        Ok(hit)
+    }
+
+    /// remove-state (`dedupe` false) or dedupe-union: marks the state in every handle of the
+    /// selected operators; for dedupe, which elements stay (the first copy of each value).
+    pub fn select_states(
+        &mut self,
+        cp: &dyn StreamSource,
+        md: &CheckpointMetadata,
+        operators: &Selector,
+        state: &JStr,
+        dedupe: bool,
+    ) -> Result<bool> {
+        let mut hit = false;
+        let mut seen: HashMap<usize, HashSet<Bytes>> = HashMap::new();
+        for at in md.operator_handles() {
+            let op = &md.operators[at.operator];
+            if !operators.matches(op) || self.removed_ops.contains(&at.operator) {
+                continue;
+            }
+            let h = at.handle;
+            let Some(pos) = h.states.iter().position(|s| s.name == *state) else {
+                continue;
+            };
+            hit = true;
+            let edit = self
+                .edits
+                .entry((at.operator, at.subtask, at.managed))
+                .or_default();
+            if !dedupe {
+                edit.remove.insert(pos);
+                continue;
+            }
+            if h.states[pos].mode != Mode::Union {
+                return Err(Error::InvalidArgument(format!(
+                    "state '{state}' of operator {} is {}, not UNION; only union state can be de-duplicated",
+                    op.hex_id(),
+                    h.states[pos].mode.name()
+                )));
+            }
+            let delegate = h
+                .delegate
+                .as_ref()
+                .ok_or_else(|| Error::InvalidArgument(format!("state '{state}' has no stream")))?;
+            let stream = cp.stream_bytes(delegate)?;
+            let header = opstate::parse_header(&stream, h)?;
+            opstate::check_frames_cuttable(&stream, &header, h)?;
+            let ranges = &opstate::element_ranges(h, stream.len() as u64)?[pos];
+            let seen = seen.entry(at.operator).or_default();
+            let keep: Vec<bool> = ranges
+                .iter()
+                .map(|&(a, b)| seen.insert(stream.slice(a as usize..b as usize)))
+                .collect();
+            edit.keep.insert(pos, keep);
+        }
+        Ok(hit)
+    }
+
+    /// Applies the selected removals to `md`, cutting streams where needed; returns the new
+    /// streams and adds a change per state and handle.
+    pub fn apply(
+        self,
+        cp: &dyn StreamSource,
+        md: &mut CheckpointMetadata,
+        depth: Depth,
+        name_stream: &mut dyn FnMut() -> String,
+        changes: &mut Vec<Change>,
+    ) -> Result<Vec<NewStream>> {
+        let purge = depth == Depth::Purge;
+        let mut new_streams = Vec::new();
+        let hex_ids: Vec<String> = md.operators.iter().map(|o| o.hex_id()).collect();
+        let mut handles: Vec<_> = md
+            .operator_handles_mut()
+            .filter(|at| {
+                self.edits
+                    .contains_key(&(at.operator, at.subtask, at.managed))
+            })
+            .collect();
+        handles.sort_by_key(|at| (at.operator, at.subtask, at.managed));
+        for at in handles {
+            let edit = &self.edits[&(at.operator, at.subtask, at.managed)];
+            let h = at.handle;
+            let old = h.clone();
+            let stream_edit = if purge || !edit.keep.is_empty() {
+                Some(rewrite_stream(cp, &old, edit, purge)?)
+            } else {
+                None
+            };
+            for (pos, s) in old.states.iter().enumerate() {
+                let removing = edit.remove.contains(&pos);
+                let keep = edit.keep.get(&pos);
+                if !removing && keep.is_none() {
+                    continue;
+                }
+                changes.push(Change {
+                    operator: hex_ids[at.operator].clone(),
+                    subtask: at.subtask,
+                    state: s.name.to_string(),
+                    action: match (removing, purge) {
+                        (true, true) => "purge-state",
+                        (true, false) => "drop-map-entry",
+                        (false, _) => "dedupe-union",
+                    },
+                    elements_before: s.offsets.len() as i64,
+                    elements_after: match keep {
+                        Some(k) if !removing => k.iter().filter(|x| **x).count() as i64,
+                        _ => 0,
+                    },
+                    bytes_removed: stream_edit
+                        .as_ref()
+                        .map_or(0, |e| e.removed_per_state.get(&pos).copied().unwrap_or(0)),
+                    detail: String::new(),
+                });
+            }
+            let Some(e) = stream_edit else {
+                h.states = old
+                    .states
+                    .iter()
+                    .enumerate()
+                    .filter(|(p, _)| !edit.remove.contains(p))
+                    .map(|(_, s)| s.clone())
+                    .collect();
+                continue;
+            };
+            h.states = e.states;
+            let delegate = old.delegate.as_ref().ok_or_else(|| {
+                Error::InvalidArgument("an operator state handle without a stream".into())
+            })?;
+            let replaces = delegate_location(delegate);
+            if let StreamHandle::ByteStream { name, .. } = delegate {
+                h.delegate = Some(StreamHandle::ByteStream {
+                    name: name.clone(),
+                    data: Bytes::from(e.pieces.concat()),
+                });
+                new_streams.push(NewStream {
+                    file_name: None,
+                    replaces,
+                    pieces: Vec::new(),
+                    len: e.len,
+                });
+                continue;
+            }
+            let file = name_stream();
+            checked_relative(&file)?;
+            h.delegate = Some(match delegate {
+                StreamHandle::RelativeFile { .. } => StreamHandle::RelativeFile {
+                    path: JStr::new(&file),
+                    size: e.len as i64,
+                },
+                _ => StreamHandle::File {
+                    size: e.len as i64,
+                    // Placeholder: `commit::stage` writes the absolute path of the new file.
+                    path: JStr::new(&format!("{ABSOLUTE_PLACEHOLDER}{file}")),
+                },
+            });
+            // A file-merging handle becomes a plain one: its stream is no segment now.
+            h.file_merging = None;
+            new_streams.push(NewStream {
+                file_name: Some(file),
+                replaces,
+                pieces: e.pieces,
+                len: e.len,
+            });
+        }
+        let mut i = 0;
+        md.operators.retain(|_| {
+            i += 1;
+            !self.removed_ops.contains(&(i - 1))
+        });
+        Ok(new_streams)
+    }
+}

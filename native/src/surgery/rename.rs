@@ -1,0 +1,79 @@
+//! rename-operator: gives one operator a new OperatorID (a uid's hash, or an id as such) and, in
+//! metadata V5+, a new stored uid and name. Everything the operator holds is keyed by that one
+//! id in `_metadata` (every subtask's operator, keyed and channel state, the coordinator state
+//! and the finished markers), so all of it moves; no stream changes.
+
+use super::{hex, Change, NewIdentity, Selector};
+use crate::codec::io::JStr;
+use crate::codec::metadata::CheckpointMetadata;
+use crate::codec::uid::operator_id_for_uid;
+use crate::error::{Error, Result};
+
+/// Renames the operator `selector` selects; `false` when it selects none.
+pub fn rename(
+    md: &mut CheckpointMetadata,
+    selector: &Selector,
+    to: &NewIdentity,
+    name: Option<&str>,
+    changes: &mut Vec<Change>,
+) -> Result<bool> {
+    if *selector == Selector::All {
+        return Err(Error::InvalidArgument(
+            "rename-operator needs an operator id, uid or name".into(),
+        ));
+    }
+    let selected: Vec<usize> = (0..md.operators.len())
+        .filter(|&i| selector.matches(&md.operators[i]))
+        .collect();
+    let index = match selected[..] {
+        [] => return Ok(false),
+        [i] => i,
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "{} operators match; rename-operator renames one",
+                selected.len()
+            )))
+        }
+    };
+    let new_id = match to {
+        NewIdentity::Uid(uid) => operator_id_for_uid(uid),
+        NewIdentity::Id(id) => *id,
+    };
+    if let Some(other) = md
+        .operators
+        .iter()
+        .enumerate()
+        .find(|(i, o)| *i != index && o.id == new_id)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "operator id {} already exists in this checkpoint (operator {}); two operators cannot share an id",
+            hex(&new_id),
+            other.1.hex_id()
+        )));
+    }
+    let op = &mut md.operators[index];
+    let old = op.hex_id();
+    if name.is_some() && op.name.is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "metadata version {} stores no operator names (V5+ does); leave out the new name",
+            md.version
+        )));
+    }
+    op.id = new_id;
+    // V5+ stores the uid (empty when there is none) and the name.
+    if op.uid.is_some() {
+        op.uid = Some(match to {
+            NewIdentity::Uid(uid) => JStr::new(uid),
+            NewIdentity::Id(_) => JStr::default(),
+        });
+    }
+    if let Some(n) = name {
+        op.name = Some(JStr::new(n));
+    }
+    let detail = match to {
+        NewIdentity::Uid(uid) => format!("{old} -> {} (uid '{uid}')", hex(&new_id)),
+        NewIdentity::Id(_) => format!("{old} -> {}", hex(&new_id)),
+    };
+    changes.push(Change::operator(op, "rename-operator", detail));
+    Ok(true)
+}
