@@ -11,7 +11,7 @@ const MAX_DEPTH: u32 = 64;
 /// The classes the tool deserializes, shared with the Java side's filter (`SerialFilter`): one
 /// class a line, with the deepest graph depth it was recorded at.
 const ALLOWLIST: &str = include_str!(
-    "../../../java/src/main/resources/io/checkpointsurgeon/serialization-allowlist.txt"
+    "../../../java/src/main/resources/io/checkpointsurgeon/flink/serialization-allowlist.txt"
 );
 
 /// Whether a class named in a serialized `CheckpointProperties` may be there.

@@ -59,6 +59,12 @@ pub fn rename(
             md.version
         )));
     }
+    let detail = match to {
+        NewIdentity::Uid(uid) => format!("{old} -> {} (uid '{uid}')", hex(&new_id)),
+        NewIdentity::Id(_) => format!("{old} -> {}", hex(&new_id)),
+    };
+    // the change names the operator as the request selected it; the detail names the new id
+    changes.push(Change::operator(op, "rename-operator", detail));
     op.id = new_id;
     // V5+ stores the uid (empty when there is none) and the name.
     if op.uid.is_some() {
@@ -70,10 +76,5 @@ pub fn rename(
     if let Some(n) = name {
         op.name = Some(JStr::new(n));
     }
-    let detail = match to {
-        NewIdentity::Uid(uid) => format!("{old} -> {} (uid '{uid}')", hex(&new_id)),
-        NewIdentity::Id(_) => format!("{old} -> {}", hex(&new_id)),
-    };
-    changes.push(Change::operator(op, "rename-operator", detail));
     Ok(true)
 }

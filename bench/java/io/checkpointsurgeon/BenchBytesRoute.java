@@ -8,12 +8,12 @@ import java.util.stream.Stream;
 /**
  * Benchmark only (bench/, not part of the library): the native surgery on {@code _metadata} bytes
  * in a Java {@code byte[]}, the route {@link CheckpointSurgeon#repairHa} takes. It lives in the
- * library's package to call the package-private {@code NativeBridge.stageMirrored}, so the public API
+ * library's package to call the package-private {@code Native.plan}, so the public API
  * does not grow for a benchmark.
  *
  * <p>The work directory gets hard links of the input's state files first (untimed, like the
  * output directory of the path route; new state files are written there), then, timed: read
- * {@code _metadata} into a {@code byte[]}, {@code NativeBridge.stageMirrored}, and write the new
+ * {@code _metadata} into a {@code byte[]}, {@code Native.plan} (the stage step), and write the new
  * metadata bytes to {@code WORK_DIR/_metadata} with fsync. The native side copies the array once
  * ({@code convert_byte_array}), so expect about twice the input in RSS.
  *
@@ -62,7 +62,6 @@ public final class BenchBytesRoute {
             System.out.println("bytes N/A: _metadata has " + size + " bytes, more than a Java byte[] can hold");
             System.exit(3);
         }
-        NativeBridge.ensureLoaded();
         Files.createDirectories(work);
         try (Stream<Path> files = Files.list(in)) {
             for (Path f : (Iterable<Path>) files::iterator) {
@@ -75,8 +74,7 @@ public final class BenchBytesRoute {
         long t0 = System.nanoTime();
         byte[] bytes = readFully(metadata, (int) size);
         long t1 = System.nanoTime();
-        SurgeryPlan.Staged staged = SurgeryPlan.decodeStaged(NativeBridge.stageMirrored(bytes, metadata.toString(),
-                work.toString(), surgery.encode(), null, null, work.toString()));
+        SurgeryPlan.Staged staged = Native.plan(Native.source(bytes, metadata.toString(), in), surgery, work, work.toString());
         byte[] newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
         long t2 = System.nanoTime();
         try (FileOutputStream fos = new FileOutputStream(work.resolve("_metadata").toFile())) {

@@ -1,5 +1,8 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.flink.FlinkFileSystems;
+import io.checkpointsurgeon.flink.FlinkJudge;
+import io.checkpointsurgeon.flink.HaCheckpoint;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -156,14 +159,14 @@ public final class CheckpointSurgeon {
      */
     public static InspectReport inspect(String path) throws CheckpointSurgeonException {
         Objects.requireNonNull(path, "path");
-        return isFlinkPath(path) ? RemoteCheckpoint.inspect(path) : inspect(FlinkFileSystems.localPath(path));
+        return isFlinkPath(path) ? RemoteRepair.inspect(path) : inspect(FlinkFileSystems.localPath(path));
     }
 
     /** {@link #plan(Path, Surgery)} for a Flink path or a local one. Writes nothing. */
     public static SurgeryPlan plan(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return isFlinkPath(checkpoint) ? RemoteCheckpoint.plan(checkpoint, surgery)
+        return isFlinkPath(checkpoint) ? RemoteRepair.plan(checkpoint, surgery)
                 : plan(FlinkFileSystems.localPath(checkpoint), surgery);
     }
 
@@ -182,7 +185,7 @@ public final class CheckpointSurgeon {
         Objects.requireNonNull(surgery, "surgery");
         Objects.requireNonNull(outputDir, "outputDir");
         if (isFlinkPath(checkpoint)) {
-            return RemoteCheckpoint.apply(checkpoint, surgery, outputDir);
+            return RemoteRepair.apply(checkpoint, surgery, outputDir);
         }
         if (isFlinkPath(outputDir)) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.UNSUPPORTED, "the checkpoint " + checkpoint + " is local but the"
@@ -203,14 +206,14 @@ public final class CheckpointSurgeon {
     public static SurgeryPlan applyInPlace(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return isFlinkPath(checkpoint) ? RemoteCheckpoint.apply(checkpoint, surgery, null)
+        return isFlinkPath(checkpoint) ? RemoteRepair.apply(checkpoint, surgery, null)
                 : applyInPlace(FlinkFileSystems.localPath(checkpoint), surgery);
     }
 
     /** {@link #doctor(Path)} for a Flink path or a local one. */
     public static List<Finding> doctor(String checkpoint) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
-        return isFlinkPath(checkpoint) ? Doctor.examine(RemoteCheckpoint.inspect(checkpoint), checkpoint)
+        return isFlinkPath(checkpoint) ? Doctor.examine(RemoteRepair.inspect(checkpoint), checkpoint)
                 : doctor(FlinkFileSystems.localPath(checkpoint));
     }
 
@@ -291,7 +294,7 @@ public final class CheckpointSurgeon {
         if (dryRun) {
             return planHa(haFile, surgery);
         }
-        return Commit.runOne(new HaCheckpoint.Repair(haFile, surgery, false));
+        return Commit.runOne(new HaFileRepair(haFile, surgery, false));
     }
 
     /** What happened to one HA file in {@link #repairHa(List, Surgery)}. */
@@ -345,14 +348,14 @@ public final class CheckpointSurgeon {
      * as new or old, with its backup.
      */
     public static List<HaRepair> repairHa(List<Path> haFiles, Surgery surgery) throws CheckpointSurgeonException {
-        List<HaCheckpoint.Repair> units = new java.util.ArrayList<>();
-        for (Path f : haFiles) units.add(new HaCheckpoint.Repair(f, surgery, true));
+        List<HaFileRepair> units = new java.util.ArrayList<>();
+        for (Path f : haFiles) units.add(new HaFileRepair(f, surgery, true));
         List<Commit.Outcome> outcomes = Commit.run(units);
         List<HaRepair> out = new java.util.ArrayList<>();
         boolean any = false;
         for (Commit.Outcome o : outcomes) {
             any |= o.plan != null;
-            out.add(new HaRepair(((HaCheckpoint.Repair) o.unit).file, o.status, o.plan));
+            out.add(new HaRepair(((HaFileRepair) o.unit).file, o.status, o.plan));
         }
         if (!any) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "the surgery selects nothing in any of the "
@@ -369,23 +372,89 @@ public final class CheckpointSurgeon {
     }
 
     /**
+     * What to do about a finding: examine the checkpoint ({@code inspect}, or {@code inspect-subtasks}
+     * for every subtask's handles), or run a surgery on it ({@code remove-state}, {@code dedupe-union}
+     * of {@link #state()} in operator {@link #operatorId()}). {@link #surgery()} gives the surgery to
+     * pass to {@link #apply}; the CLI prints the command line.
+     */
+    public static final class Remedy {
+        private final String action;
+        private final String operatorId;
+        private final String state;
+
+        public Remedy(String action, String operatorId, String state) {
+            this.action = Objects.requireNonNull(action, "action");
+            this.operatorId = operatorId;
+            this.state = state;
+        }
+
+        static Remedy inspect(boolean subtasks) {
+            return new Remedy(subtasks ? "inspect-subtasks" : "inspect", null, null);
+        }
+
+        public String action() {
+            return action;
+        }
+
+        /** The operator a surgery applies to (32 hex digits), or null. */
+        public String operatorId() {
+            return operatorId;
+        }
+
+        /** The state a surgery applies to, or null. */
+        public String state() {
+            return state;
+        }
+
+        /** The surgery this remedy is, or null when it only examines. */
+        public Surgery surgery() {
+            Surgery.OperatorSelector op = operatorId == null ? null : Surgery.OperatorSelector.id(operatorId);
+            switch (action) {
+                case "remove-state":
+                    return Surgery.removeState(op, state);
+                case "dedupe-union":
+                    return Surgery.dedupeUnion(op, state);
+                default:
+                    return null;
+            }
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof Remedy)) return false;
+            Remedy that = (Remedy) o;
+            return action.equals(that.action) && Objects.equals(operatorId, that.operatorId)
+                    && Objects.equals(state, that.state);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(action, operatorId, state);
+        }
+
+        @Override
+        public String toString() {
+            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state + "]";
+        }
+    }
+
+    /**
      * A problem {@link #doctor} found: severity ({@code ERROR}, {@code WARNING}), a stable code, what
-     * is wrong, the command that fixes or examines it, and alternative commands (each one runnable
-     * as it is).
+     * is wrong, the remedy that fixes or examines it, and alternative remedies.
      */
     public static final class Finding {
         private final String severity;
         private final String code;
         private final String message;
-        private final String fix;
-        private final List<String> alternatives;
+        private final Remedy fix;
+        private final List<Remedy> alternatives;
 
-        public Finding(String severity, String code, String message, String fix, List<String> alternatives) {
+        public Finding(String severity, String code, String message, Remedy fix, List<Remedy> alternatives) {
             this.severity = severity;
             this.code = code;
             this.message = message;
             this.fix = fix;
-            this.alternatives = alternatives;
+            this.alternatives = List.copyOf(alternatives);
         }
 
         public String severity() {
@@ -400,11 +469,11 @@ public final class CheckpointSurgeon {
             return message;
         }
 
-        public String fix() {
+        public Remedy fix() {
             return fix;
         }
 
-        public List<String> alternatives() {
+        public List<Remedy> alternatives() {
             return alternatives;
         }
 
@@ -413,17 +482,20 @@ public final class CheckpointSurgeon {
             if (this == o) return true;
             if (!(o instanceof Finding)) return false;
             Finding that = (Finding) o;
-            return java.util.Objects.equals(severity, that.severity) && java.util.Objects.equals(code, that.code) && java.util.Objects.equals(message, that.message) && java.util.Objects.equals(fix, that.fix) && java.util.Objects.equals(alternatives, that.alternatives);
+            return Objects.equals(severity, that.severity) && Objects.equals(code, that.code)
+                    && Objects.equals(message, that.message) && Objects.equals(fix, that.fix)
+                    && Objects.equals(alternatives, that.alternatives);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(severity, code, message, fix, alternatives);
+            return Objects.hash(severity, code, message, fix, alternatives);
         }
 
         @Override
         public String toString() {
-            return "Finding[severity=" + severity + ", code=" + code + ", message=" + message + ", fix=" + fix + ", alternatives=" + alternatives + "]";
+            return "Finding[severity=" + severity + ", code=" + code + ", message=" + message + ", fix=" + fix
+                    + ", alternatives=" + alternatives + "]";
         }
     }
 

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.flink.FlinkJudge;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;

@@ -1,5 +1,8 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.flink.FlinkFileSystems;
+import io.checkpointsurgeon.flink.FlinkJudge;
+import io.checkpointsurgeon.flink.StateFile;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,32 +28,32 @@ final class Doctor {
     static List<CheckpointSurgeon.Finding> examine(InspectReport r, Path path) throws CheckpointSurgeonException {
         List<CheckpointSurgeon.Finding> out = examine(r, path.toString());
         Path metadata = Files.isDirectory(path) ? path.resolve("_metadata") : path;
-        files(out, metadata, quote(path.toString()));
+        files(out, metadata);
         if (FlinkJudge.flinkAvailable()) {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
             } catch (CheckpointSurgeonException e) {
                 out.add(new CheckpointSurgeon.Finding("ERROR", "FLINK_REJECTS_METADATA", "Flink " + FlinkJudge.flinkVersion()
                         + " cannot load this _metadata, so a restore from it fails: " + e.getMessage(),
-                        "checkpoint-surgeon inspect " + quote(path.toString()), List.of()));
+                        CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
         }
         return out;
     }
 
     /** Findings for state files that are missing, or that lie outside the job directory. */
-    private static void files(List<CheckpointSurgeon.Finding> out, Path metadata, String p)
+    private static void files(List<CheckpointSurgeon.Finding> out, Path metadata)
             throws CheckpointSurgeonException {
         Path dir = metadata.toAbsolutePath().getParent();
         Path jobDir = dir.getParent() == null ? dir : dir.getParent();
         List<String> missing = new ArrayList<>();
         List<String> outside = new ArrayList<>();
-        for (Wire.StateFile f : Native.stateFiles(Wire.source(metadata))) {
+        for (StateFile f : Native.stateFiles(Wire.source(metadata))) {
             Path file;
-            if (f.kind.equals("relative")) {
-                file = dir.resolve(f.path);
-            } else if (f.path.startsWith("file:") || f.path.startsWith("/")) {
-                file = FlinkFileSystems.localPath(f.path);
+            if (f.kind().equals("relative")) {
+                file = dir.resolve(f.path());
+            } else if (f.path().startsWith("file:") || f.path().startsWith("/")) {
+                file = FlinkFileSystems.localPath(f.path());
             } else {
                 continue; // a path on another file system: not checked from here
             }
@@ -63,12 +66,12 @@ final class Doctor {
         if (!missing.isEmpty()) {
             out.add(new CheckpointSurgeon.Finding("ERROR", "STATE_FILE_MISSING", String.format(Locale.ROOT,
                     "%d state file(s) that _metadata references do not exist, so a restore fails: %s",
-                    missing.size(), sample(missing)), "checkpoint-surgeon inspect " + p + " --subtasks", List.of()));
+                    missing.size(), sample(missing)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
         if (!outside.isEmpty()) {
             out.add(new CheckpointSurgeon.Finding("WARNING", "STATE_FILE_OUTSIDE_JOB_DIR", String.format(Locale.ROOT,
                     "%d state file(s) lie outside the job directory %s (copied or moved checkpoint?): %s",
-                    outside.size(), jobDir, sample(outside)), "checkpoint-surgeon inspect " + p + " --subtasks", List.of()));
+                    outside.size(), jobDir, sample(outside)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
     }
 
@@ -87,12 +90,11 @@ final class Doctor {
     /** {@code path} as the user gave it: a local path or a Flink path such as {@code s3://...}. */
     static List<CheckpointSurgeon.Finding> examine(InspectReport r, String path) {
         List<CheckpointSurgeon.Finding> out = new ArrayList<>();
-        String p = quote(path);
         if (r.metadataBytes() > RPC_FRAME / 2) {
             out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? "ERROR" : "WARNING", "METADATA_SIZE",
                     String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",
                             InspectReport.formatBytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
-                    "checkpoint-surgeon inspect " + p, List.of()));
+                    CheckpointSurgeon.Remedy.inspect(false), List.of()));
         }
         for (InspectReport.OperatorInfo op : r.operators()) {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -100,7 +102,7 @@ final class Doctor {
                     if (h.streamError().isEmpty()) continue;
                     out.add(new CheckpointSurgeon.Finding("ERROR", "STATE_STREAM_UNREADABLE", String.format(Locale.ROOT,
                             "the operator state of operator %s subtask %d cannot be read, so a restore fails: %s",
-                            op.id(), s.index(), h.streamError()), "checkpoint-surgeon inspect " + p + " --subtasks",
+                            op.id(), s.index(), h.streamError()), CheckpointSurgeon.Remedy.inspect(true),
                             List.of()));
                 }
             }
@@ -128,11 +130,9 @@ final class Doctor {
                                     + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
                                     + " no longer reads, which multiplies by the parallelism on every restore",
                             t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements()),
-                            "checkpoint-surgeon remove-state " + p + " --operator-id " + op.id() + " --state "
-                                    + quote(t.name()) + " --apply --output " + quote(path + "-repaired"),
+                            new CheckpointSurgeon.Remedy("remove-state", op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
-                            List.of("checkpoint-surgeon dedupe-union " + p + " --operator-id " + op.id() + " --state "
-                                    + quote(t.name()) + " --apply --output " + quote(path + "-deduped"))));
+                            List.of(new CheckpointSurgeon.Remedy("dedupe-union", op.id(), t.name()))));
                 }
             }
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -142,7 +142,7 @@ final class Doctor {
                     if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
                         out.add(new CheckpointSurgeon.Finding("WARNING", "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
                                 "operator %s subtask %d keeps %s of state inline in _metadata (the inline maximum is 1 MiB)",
-                                op.id(), s.index(), InspectReport.formatBytes(h.delegateSize())), "checkpoint-surgeon inspect " + p + " --subtasks",
+                                op.id(), s.index(), InspectReport.formatBytes(h.delegateSize())), CheckpointSurgeon.Remedy.inspect(true),
                                 List.of()));
                     }
                 }
@@ -152,7 +152,7 @@ final class Doctor {
                         String.format(Locale.ROOT, "every subtask of operator %s receives about %s of union state handles on"
                                 + " restore, %s the default RPC frame size of 10 MiB", op.id(), InspectReport.formatBytes(deployment),
                                 deployment > RPC_FRAME ? "over" : "over half of"),
-                        "checkpoint-surgeon inspect " + p, List.of()));
+                        CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
         }
         Set<String> missing = new HashSet<>();
@@ -171,8 +171,7 @@ final class Doctor {
                                 out.add(new CheckpointSurgeon.Finding("ERROR", "SERIALIZER_CLASS_MISSING", String.format(
                                         Locale.ROOT, "state '%s' of operator %s needs serializer class %s, which is not on"
                                                 + " the classpath: a restore with this classpath fails", st.name(), op.id(), c),
-                                        "checkpoint-surgeon remove-state " + p + " --operator-id " + op.id() + " --state "
-                                                + quote(st.name()) + " --apply --output " + quote(path + "-repaired"),
+                                        new CheckpointSurgeon.Remedy("remove-state", op.id(), st.name()),
                                         List.of()));
                             }
                         }
@@ -183,7 +182,4 @@ final class Doctor {
         return out;
     }
 
-    private static String quote(String s) {
-        return s.matches("[A-Za-z0-9_./:@%+=,-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
-    }
 }

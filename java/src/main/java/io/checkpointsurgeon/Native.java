@@ -1,5 +1,6 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.flink.StateFile;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -24,7 +25,7 @@ final class Native {
                 streamDir == null ? null : streamDir.toString(), outputUri));
     }
 
-    static List<Wire.StateFile> stateFiles(byte[] source) throws CheckpointSurgeonException {
+    static List<io.checkpointsurgeon.flink.StateFile> stateFiles(byte[] source) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.stateFiles(NativeBridge.stateFiles(source));
     }

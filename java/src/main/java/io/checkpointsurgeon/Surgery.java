@@ -136,12 +136,15 @@ public final class Surgery {
      * channel state, the coordinator state (a FLIP-27 source's enumerator) and the finished markers.
      */
     public static Surgery renameOperator(OperatorSelector operator, String newUid) {
-        return new Surgery().andRenameOperator(operator, newUid, null, null);
+        return rename(operator, newUid, null, null);
     }
 
-    /** {@link #renameOperator} to an operator id as such (32 hex digits), for jobs that never set uids. */
-    public static Surgery renameOperatorToId(OperatorSelector operator, String newOperatorId) {
-        return new Surgery().andRenameOperator(operator, null, newOperatorId, null);
+    /**
+     * Renames the selected operator to {@code newUid} or, when it is null, to {@code newOperatorId};
+     * with a {@code newName} (null: keep it), which only Flink 2.x metadata stores.
+     */
+    public static Surgery rename(OperatorSelector operator, String newUid, String newOperatorId, String newName) {
+        return new Surgery().andRenameOperator(operator, newUid, newOperatorId, newName);
     }
 
     public Surgery andRemoveState(OperatorSelector operators, String stateName) {

@@ -3,6 +3,7 @@ package io.checkpointsurgeon;
 import java.io.ByteArrayOutputStream;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
+import io.checkpointsurgeon.flink.StateFile;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -204,25 +205,6 @@ final class Wire {
 
     private static InspectReport.KeyedStateHandleInfo keyed(Reader r) {
         return r.bool() ? new InspectReport.KeyedStateHandleInfo(r.str(), r.i64()) : null;
-    }
-
-    /** One file-backed stream handle of a checkpoint. */
-    static final class StateFile {
-        /** The stream of an operator state handle (the ones inspect and surgery read). */
-        final boolean operatorState;
-        /** {@code relative}, {@code file} or {@code segment}. */
-        final String kind;
-        final String path;
-        /** A segment's range in its file (0 for whole files). */
-        final long start, size;
-
-        StateFile(boolean operatorState, String kind, String path, long start, long size) {
-            this.operatorState = operatorState;
-            this.kind = kind;
-            this.path = path;
-            this.start = start;
-            this.size = size;
-        }
     }
 
     static List<StateFile> stateFiles(byte[] payload) throws CheckpointSurgeonException {

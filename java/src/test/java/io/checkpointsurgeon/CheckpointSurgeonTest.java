@@ -118,6 +118,42 @@ public class CheckpointSurgeonTest {
         assertEquals(Cli.INVALID, run("inspect", bad.toString()).code);
     }
 
+    @Test
+    public void renameOperatorKeepsTheCoordinatorStateUnderTheNewId() throws Exception {
+        // flip27-source: a FLIP-27 source whose enumerator checkpoint is the operator's coordinator state
+        Path in = fixture("flip27-source");
+        InspectReport before = CheckpointSurgeon.inspect(in);
+        InspectReport.OperatorInfo source = before.operators().stream().filter(o -> o.coordinatorStateBytes() > 0)
+                .findFirst().orElseThrow();
+        Path out = Files.createTempDirectory("cs-rename").resolve("out");
+        Result r = run("rename-operator", in.toString(), "--operator-id", source.id(), "--to-uid", "number-source v2",
+                "--apply", "--output", out.toString());
+        assertEquals(r.err, Cli.OK, r.code);
+        assertTrue(r.out, r.out.contains("rename-operator"));
+        InspectReport after = CheckpointSurgeon.inspect(out);
+        InspectReport.OperatorInfo moved = after.operators().stream().filter(o -> o.coordinatorStateBytes() > 0)
+                .findFirst().orElseThrow();
+        assertTrue(moved.id() + " is still " + source.id(), !moved.id().equals(source.id()));
+        assertEquals(source.coordinatorStateBytes(), moved.coordinatorStateBytes());
+        assertEquals(source.subtasks(), moved.subtasks());
+        assertEquals(before.operators().size(), after.operators().size());
+        // the new id is Flink's hash of the new uid: selecting by that uid finds it
+        SurgeryPlan again = CheckpointSurgeon.plan(out, Surgery.renameOperator(
+                Surgery.OperatorSelector.uid("number-source v2"), "number-source v3"));
+        assertEquals(moved.id(), again.changes().get(0).operatorId());
+
+        // a target that exists is refused (exit 2), and a --map with one target twice
+        String other = before.operators().stream().filter(o -> !o.id().equals(source.id())).findFirst().orElseThrow().id();
+        Result taken = run("rename-operator", in.toString(), "--operator-id", source.id(), "--to-operator-id", other);
+        assertEquals(taken.err, Cli.INVALID, taken.code);
+        assertTrue(taken.err, taken.err.contains("already exists"));
+        Path map = Files.createTempFile("cs-map", ".txt");
+        Files.writeString(map, "# old new\n" + source.id() + " a\n" + other + " a\n");
+        Result twice = run("rename-operator", in.toString(), "--map", map.toString());
+        assertEquals(twice.err, Cli.INVALID, twice.code);
+        assertTrue(twice.err, twice.err.contains("also the target of line 2"));
+    }
+
     /** A CLI run: exit code, stdout, stderr (also what {@link CliSubprocessTest} runs return). */
     static final class Result {
         final int code;

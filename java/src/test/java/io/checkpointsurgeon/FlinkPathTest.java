@@ -29,10 +29,10 @@ public class FlinkPathTest {
 
     @Test
     public void fileUrisArePlainLocalPaths() {
-        assertEquals(Path.of("/tmp/chk-1"), FlinkFileSystems.localPath("file:/tmp/chk-1"));
-        assertEquals(Path.of("/tmp/chk-1"), FlinkFileSystems.localPath("file:///tmp/chk-1"));
-        assertEquals(Path.of("/tmp/a b"), FlinkFileSystems.localPath("file:///tmp/a b"));
-        assertEquals(Path.of("rel/chk"), FlinkFileSystems.localPath("rel/chk"));
+        assertEquals(Path.of("/tmp/chk-1"), CheckpointSurgeon.localPath("file:/tmp/chk-1"));
+        assertEquals(Path.of("/tmp/chk-1"), CheckpointSurgeon.localPath("file:///tmp/chk-1"));
+        assertEquals(Path.of("/tmp/a b"), CheckpointSurgeon.localPath("file:///tmp/a b"));
+        assertEquals(Path.of("rel/chk"), CheckpointSurgeon.localPath("rel/chk"));
     }
 
     @Test

@@ -8,6 +8,7 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.faults.KillDuringRepairTest;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.io.DataInputStream;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -44,7 +45,7 @@ public class FlinkObjectApiTest {
 
     @Test
     public void checkpointMetadataInCheckpointMetadataOut() throws Exception {
-        Path dir = Path.of(System.getProperty("fixtures.dir"), "stale-union");
+        Path dir = TestFiles.fixture("stale-union");
         CheckpointMetadata md;
         try (InputStream in = Files.newInputStream(dir.resolve("_metadata"))) {
             md = Checkpoints.loadCheckpointMetadata(new DataInputStream(in), getClass().getClassLoader(), dir.toString());
@@ -63,7 +64,7 @@ public class FlinkObjectApiTest {
     public void completedCheckpointIsRepairedInPlace() throws Exception {
         Assume.assumeTrue("builds the CompletedCheckpoint with the Flink 1.15 constructor",
                 "1.15.4".equals(System.getProperty("flink.version")));
-        Path file = KillDuringRepairTest.completedCheckpointOf(Path.of(System.getProperty("fixtures.dir"), "stale-union"));
+        Path file = KillDuringRepairTest.completedCheckpointOf(TestFiles.fixture("stale-union"));
         CompletedCheckpoint cc;
         try (InputStream in = Files.newInputStream(file)) {
             cc = InstantiationUtil.deserializeObject(in, getClass().getClassLoader());

@@ -9,11 +9,13 @@ import static org.junit.Assert.fail;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.CheckpointSurgeonException.Code;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.testing.CliProcess;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.io.DataInputStream;
-import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -46,15 +48,11 @@ public class CommitProtocolTest {
     static final String VERSION = System.getProperty("flink.version");
 
     static Path fixture(String name) {
-        return Path.of(System.getProperty("fixtures.dir"), name);
+        return TestFiles.fixture(name);
     }
 
     static Path copy(Path from) throws Exception {
-        Path dir = Files.createTempDirectory("cs-commit");
-        try (Stream<Path> s = Files.list(from)) {
-            for (Path p : s.collect(Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
-        }
-        return dir;
+        return TestFiles.copyToTempDir(from, "cs-commit");
     }
 
     /** File name -> SHA-256 of every file in a directory. */
@@ -124,9 +122,8 @@ public class CommitProtocolTest {
                     ok++;
                 } else {
                     assertTrue("trial " + trial + ": " + r.get(), r.get() instanceof CheckpointSurgeonException);
-                    String code = ((CheckpointSurgeonException) r.get()).code();
-                    assertTrue("trial " + trial + ": " + r.get(), code.equals("LOCKED")
-                            || code.equals("INVALID_ARGUMENT"));
+                    Code code = ((CheckpointSurgeonException) r.get()).code();
+                    assertTrue("trial " + trial + ": " + r.get(), code == Code.LOCKED || code == Code.INVALID_ARGUMENT);
                     refusals++;
                 }
             }
@@ -241,7 +238,7 @@ public class CommitProtocolTest {
             CheckpointSurgeon.apply(in, purge("union-list"), out);
             fail("Flink 1.15 must reject a 1.20 _metadata");
         } catch (CheckpointSurgeonException e) {
-            assertEquals(e.toString(), "VALIDATION", e.code());
+            assertEquals(e.toString(), Code.VALIDATION, e.code());
             assertTrue(e.getMessage(), e.getMessage().contains("nothing was changed"));
         }
         assertFalse("the output the run created is gone", Files.exists(out));
@@ -252,7 +249,7 @@ public class CommitProtocolTest {
             CheckpointSurgeon.apply(in, purge("union-list"), existing);
             fail();
         } catch (CheckpointSurgeonException e) {
-            assertEquals("VALIDATION", e.code());
+            assertEquals(Code.VALIDATION, e.code());
         }
         try (Stream<Path> s = Files.list(existing)) {
             assertEquals("an existing output is left empty", 0, s.count());
@@ -262,30 +259,23 @@ public class CommitProtocolTest {
             CheckpointSurgeon.applyInPlace(in, purge("union-list"));
             fail();
         } catch (CheckpointSurgeonException e) {
-            assertEquals("VALIDATION", e.code());
+            assertEquals(Code.VALIDATION, e.code());
         }
         assertEquals("in place: the original _metadata is still the live one, and nothing was added", before,
                 hashes(in));
 
         // The CLI says so and exits 2.
-        Process p = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
-                "java.base/java.lang=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                "io.checkpointsurgeon.cli.Cli", "remove-state", in.toString(), "--state", "union-list", "--apply",
-                "--output", out.toString()).redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(text, 2, p.exitValue());
-        assertTrue(text, text.contains("rejected") && text.contains("nothing was changed"));
+        CliProcess.Result cli = CliProcess.withFlink("remove-state", in.toString(), "--state", "union-list", "--apply",
+                "--output", out.toString()).run();
+        assertEquals(cli.output, 2, cli.exitCode);
+        assertTrue(cli.output, cli.output.contains("rejected") && cli.output.contains("nothing was changed"));
         assertFalse(Files.exists(out));
 
         // doctor with these Flink jars says a restore from it would fail, and gates with exit 4
-        Process d = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
-                "java.base/java.lang=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                "io.checkpointsurgeon.cli.Cli", "doctor", in.toString()).redirectErrorStream(true).start();
-        String report = new String(d.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(d.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(report, 4, d.exitValue());
-        assertTrue(report, report.contains("FLINK_REJECTS_METADATA") && report.contains("Flink 1.15.4"));
+        CliProcess.Result doctor = CliProcess.withFlink("doctor", in.toString()).run();
+        assertEquals(doctor.output, 4, doctor.exitCode);
+        assertTrue(doctor.output, doctor.output.contains("FLINK_REJECTS_METADATA")
+                && doctor.output.contains("Flink 1.15.4"));
     }
 
     @Test
@@ -338,19 +328,13 @@ public class CommitProtocolTest {
             CheckpointSurgeon.repairHa(List.of(a, b), s);
             fail("nothing left to repair is an error, not a silent success");
         } catch (CheckpointSurgeonException e) {
-            assertEquals("NOTHING_SELECTED", e.code());
+            assertEquals(Code.NOTHING_SELECTED, e.code());
         }
     }
 
+    /** {@code java -jar checkpoint-surgeon.jar args}; its standard error can be read, its output is dropped. */
     static Process cli(String... args) throws Exception {
-        String jar = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
-                .filter(p -> p.endsWith("checkpoint-surgeon.jar")).findFirst().orElseThrow();
-        List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", jar));
-        cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-    }
-
-    static String javaBin() {
-        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        return CliProcess.jar(args).processBuilder().redirectErrorStream(false)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 }

@@ -6,8 +6,9 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.testing.CliProcess;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.io.DataInputStream;
-import java.io.File;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,21 +33,15 @@ public class KillDuringRepairTest {
     @Test
     public void killedInPlaceRepairsLeaveTheOldOrTheNewCheckpoint() throws Exception {
         Assume.assumeTrue("runs on 1.20.3 only", "1.20.3".equals(System.getProperty("flink.version")));
-        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-files");
+        Path fixture = TestFiles.fixture("operator-state-files");
         byte[] original = Files.readAllBytes(fixture.resolve("_metadata"));
-        String jar = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
-                .filter(p -> p.endsWith("checkpoint-surgeon.jar")).findFirst().orElseThrow();
         Random rnd = new Random(7);
         int oldSeen = 0, newSeen = 0;
         long maxMillis = 1500;
         for (int trial = 0; trial < TRIALS; trial++) {
-            Path dir = Files.createTempDirectory("cs-kill");
-            try (Stream<Path> s = Files.list(fixture)) {
-                for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
-            }
-            Process p = new ProcessBuilder(javaBin(), "-jar", jar, "remove-state", dir.toString(), "--state",
-                    "union-list", "--apply", "--in-place").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Path dir = TestFiles.copyToTempDir(fixture, "cs-kill");
+            Process p = CliProcess.jar("remove-state", dir.toString(), "--state", "union-list", "--apply", "--in-place")
+                    .processBuilder().redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
             long start = System.nanoTime();
             long delay = (long) (rnd.nextDouble() * maxMillis);
             boolean finished = p.waitFor(delay, TimeUnit.MILLISECONDS);
@@ -97,21 +92,17 @@ public class KillDuringRepairTest {
     @Test
     public void killsDuringValidationLeaveNothingVisible() throws Exception {
         Assume.assumeTrue("runs on 1.20.3 only", "1.20.3".equals(System.getProperty("flink.version")));
-        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-files");
+        Path fixture = TestFiles.fixture("operator-state-files");
         byte[] original = Files.readAllBytes(fixture.resolve("_metadata"));
         int trials = Integer.getInteger("kill.validate.trials", 10);
         for (int trial = 0; trial < trials; trial++) {
-            Path dir = Files.createTempDirectory("cs-kill-validate");
-            try (Stream<Path> s = Files.list(fixture)) {
-                for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
-            }
+            Path dir = TestFiles.copyToTempDir(fixture, "cs-kill-validate");
             boolean inPlace = trial % 2 == 0;
             Path out = dir.resolveSibling(dir.getFileName() + "-out");
-            List<String> cmd = new ArrayList<>(List.of(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED",
-                    "-Dcheckpointsurgeon.test.stallAt=validate", "-cp", System.getProperty("java.class.path"),
-                    "io.checkpointsurgeon.cli.Cli", "remove-state", dir.toString(), "--state", "union-list", "--apply"));
-            cmd.addAll(inPlace ? List.of("--in-place") : List.of("--output", out.toString()));
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            List<String> args = new ArrayList<>(List.of("remove-state", dir.toString(), "--state", "union-list", "--apply"));
+            args.addAll(inPlace ? List.of("--in-place") : List.of("--output", out.toString()));
+            Process p = CliProcess.withFlink(args.toArray(new String[0]))
+                    .systemProperty("checkpointsurgeon.test.stallAt", "validate").start();
             java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
             String line;
             boolean stalled = false;
@@ -142,10 +133,8 @@ public class KillDuringRepairTest {
     public void killedHaRepairsLeaveTheOldOrTheNewFile() throws Exception {
         Assume.assumeTrue("builds the HA file with the Flink 1.15 CompletedCheckpoint constructor",
                 "1.15.4".equals(System.getProperty("flink.version")));
-        Path fixture = completedCheckpointOf(Path.of(System.getProperty("fixtures.dir"), "stale-union"));
+        Path fixture = completedCheckpointOf(TestFiles.fixture("stale-union"));
         byte[] original = Files.readAllBytes(fixture);
-        // the CLI with this test's class path: the jar plus the Flink jars the HA file needs
-        String cp = System.getProperty("java.class.path");
         Random rnd = new Random(11);
         int trials = Integer.getInteger("kill.ha.trials", 30), oldSeen = 0, newSeen = 0;
         long maxMillis = 4000;
@@ -153,10 +142,10 @@ public class KillDuringRepairTest {
             Path dir = Files.createTempDirectory("cs-kill-ha");
             Path file = dir.resolve(fixture.getFileName());
             Files.copy(fixture, file);
-            Process p = new ProcessBuilder(javaBin(), "--add-opens", "java.base/java.util=ALL-UNNAMED", "--add-opens",
-                    "java.base/java.lang=ALL-UNNAMED", "-cp", cp, "io.checkpointsurgeon.cli.Cli", "ha", "repair",
-                    file.toString(), "--uid", "source_consumer", "--state", "topic-partition-offset-states", "--apply")
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            // the CLI with this test's class path: the jar plus the Flink jars the HA file needs
+            Process p = CliProcess.withFlink("ha", "repair", file.toString(), "--uid", "source_consumer", "--state",
+                    "topic-partition-offset-states", "--apply")
+                    .processBuilder().redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
             long start = System.nanoTime();
             boolean finished = p.waitFor((long) (rnd.nextDouble() * maxMillis), TimeUnit.MILLISECONDS);
             if (!finished) {
@@ -234,9 +223,5 @@ public class KillDuringRepairTest {
             org.apache.flink.util.InstantiationUtil.serializeObject(out, cc);
         }
         return file;
-    }
-
-    static String javaBin() {
-        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
     }
 }

@@ -3,8 +3,9 @@ package io.checkpointsurgeon.faults;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.checkpointsurgeon.testing.CliProcess;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.io.DataInputStream;
-import java.io.File;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.channels.FileChannel;
@@ -36,23 +37,18 @@ public class TruncatedWhileReadTest {
     public void truncatingTheInputDuringInspectNeverCrashesTheJvm() throws Exception {
         Assume.assumeTrue("runs on 1.20.3 only", "1.20.3".equals(System.getProperty("flink.version")));
         Path big = bigMetadata(48 << 20);
-        String jar = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
-                .filter(p -> p.endsWith("checkpoint-surgeon.jar")).findFirst().orElseThrow();
         Random rnd = new Random(3);
         int trials = Integer.getInteger("truncate.trials", 50), ok = 0, refused = 0, duringRead = 0;
         // one run without a cut: the cuts then land anywhere from before the read to after the end
         long t = System.nanoTime();
-        Process whole = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar",
-                jar, "inspect", big.toString()).redirectErrorStream(true).start();
-        String text = new String(whole.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertEquals(text.substring(Math.max(0, text.length() - 2000)), 0, whole.waitFor());
+        CliProcess.Result whole = CliProcess.jar("inspect", big.toString()).run();
+        assertEquals(whole.output.substring(Math.max(0, whole.output.length() - 2000)), 0, whole.exitCode);
         long maxMillis = (System.nanoTime() - t) / 1_000_000 * 3 / 2;
         for (int trial = 0; trial < trials; trial++) {
             Path dir = Files.createTempDirectory("cs-truncate");
             Path md = dir.resolve("_metadata");
             Files.copy(big, md);
-            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar",
-                    jar, "inspect", dir.toString()).directory(dir.toFile()).redirectErrorStream(true)
+            Process p = CliProcess.jar("inspect", dir.toString()).processBuilder().directory(dir.toFile())
                     .redirectOutput(dir.resolve("out.txt").toFile()).start();
             Thread.sleep((long) (rnd.nextDouble() * maxMillis));
             try (FileChannel ch = FileChannel.open(md, StandardOpenOption.WRITE)) {
@@ -93,7 +89,7 @@ public class TruncatedWhileReadTest {
 
     /** A _metadata of at least {@code bytes}, written by Flink: an inline-state fixture's operators, many times. */
     static Path bigMetadata(long bytes) throws Exception {
-        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-inline");
+        Path fixture = TestFiles.fixture("operator-state-inline");
         CheckpointMetadata md;
         try (InputStream in = Files.newInputStream(fixture.resolve("_metadata"))) {
             md = Checkpoints.loadCheckpointMetadata(new DataInputStream(in), TruncatedWhileReadTest.class.getClassLoader(),

@@ -2,6 +2,7 @@ package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.CheckpointSurgeonException.Code;
 import org.junit.AfterClass;
 import org.junit.Test;
 
@@ -265,8 +266,8 @@ public class CorruptInputTest {
                 return null;
             }
             if (error instanceof CheckpointSurgeonException) {
-                String code = ((CheckpointSurgeonException) error).code();
-                if (code.equals("PANIC") || code.equals("JNI") || code.equals("LIBRARY")) {
+                Code code = ((CheckpointSurgeonException) error).code();
+                if (code == Code.PANIC || code == Code.JNI || code == Code.LIBRARY) {
                     return where + ": " + method + " threw " + error;
                 }
                 return null;

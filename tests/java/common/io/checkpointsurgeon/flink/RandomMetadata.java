@@ -7,6 +7,7 @@ import org.apache.flink.runtime.checkpoint.FinishedOperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.checkpoint.StateObjectCollection;
 import org.apache.flink.runtime.checkpoint.channel.InputChannelInfo;
 import org.apache.flink.runtime.checkpoint.channel.ResultSubpartitionInfo;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
@@ -21,6 +22,7 @@ import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.OperatorStreamStateHandle;
 import org.apache.flink.runtime.state.ResultSubpartitionStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
+import org.apache.flink.runtime.state.StateObject;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
 import org.apache.flink.runtime.state.changelog.SequenceNumber;
@@ -203,9 +205,24 @@ public final class RandomMetadata {
             for (int i = 0; i < n; i++) {
                 outputs.add(outputChannel(parallelism));
             }
-            FlinkCompat.setChannelState(builder, inputs, outputs);
+            builder.setInputChannelState(stateCollection(inputs));
+            builder.setResultSubpartitionState(stateCollection(outputs));
         }
         return builder.build();
+    }
+
+    /**
+     * The channel handles as the collection type the builder's setter takes: its element type differs
+     * by Flink line (1.x: the InputChannel/ResultSubpartition handles, 2.x: their supertypes, which
+     * the V6 merged handles share), and the setter's parameter type picks it.
+     */
+    @SuppressWarnings("unchecked")
+    private static <T extends StateObject> StateObjectCollection<T> stateCollection(List<Object> handles) {
+        List<T> typed = new ArrayList<>(handles.size());
+        for (Object h : handles) {
+            typed.add((T) h);
+        }
+        return new StateObjectCollection<>(typed);
     }
 
     // ------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.ha;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.testing.FlinkConf;
 
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
@@ -89,35 +90,20 @@ final class HaCluster implements AutoCloseable {
     }
 
     Configuration configuration() {
-        Configuration c = new Configuration();
-        set(c, "zookeeper", "high-availability", "high-availability.type");
-        set(c, zkQuorum, "high-availability.zookeeper.quorum");
-        set(c, haStorage.toUri().toString(), "high-availability.storageDir");
-        set(c, CLUSTER_ID, "high-availability.cluster-id");
-        set(c, "hashmap", "state.backend", "state.backend.type");
-        set(c, checkpoints.toUri().toString(), "state.checkpoints.dir", "execution.checkpointing.dir");
-        set(c, base.resolve("savepoints").toUri().toString(), "state.savepoints.dir",
-                "execution.checkpointing.savepoint-dir");
-        set(c, "300 ms", "execution.checkpointing.interval");
-        set(c, "RETAIN_ON_CANCELLATION", "execution.checkpointing.externalized-checkpoint-retention");
-        set(c, "2", "state.checkpoints.num-retained", "execution.checkpointing.num-retained");
-        set(c, "100", "execution.checkpointing.tolerable-failed-checkpoints");
+        Configuration c = FlinkConf.checkpointing("hashmap", checkpoints.toUri().toString(),
+                base.resolve("savepoints").toUri().toString(), "300 ms", 2);
+        FlinkConf.set(c, "zookeeper", "high-availability", "high-availability.type");
+        FlinkConf.set(c, zkQuorum, "high-availability.zookeeper.quorum");
+        FlinkConf.set(c, haStorage.toUri().toString(), "high-availability.storageDir");
+        FlinkConf.set(c, CLUSTER_ID, "high-availability.cluster-id");
         // State in files of the checkpoint dir (like the incident's S3 files), not inline.
-        set(c, "0", "state.storage.fs.memory-threshold", "execution.checkpointing.data-inline-threshold");
-        set(c, "false", "state.backend.local-recovery", "execution.state-recovery.from-local");
+        FlinkConf.inlineThreshold(c, "0");
         // MiniCluster.close stops the TaskManager before the Dispatcher: with restart strategy "none" the
         // job would FAIL (globally terminal, its HA data removed) instead of being suspended.
-        set(c, "fixed-delay", "restart-strategy", "restart-strategy.type");
-        set(c, "1000000", "restart-strategy.fixed-delay.attempts");
-        set(c, "1 s", "restart-strategy.fixed-delay.delay");
-        set(c, "0", "rest.bind-port");
+        FlinkConf.set(c, "fixed-delay", "restart-strategy", "restart-strategy.type");
+        FlinkConf.set(c, "1000000", "restart-strategy.fixed-delay.attempts");
+        FlinkConf.set(c, "1 s", "restart-strategy.fixed-delay.delay");
         return c;
-    }
-
-    static void set(Configuration c, String value, String... keys) {
-        for (String k : keys) {
-            c.setString(k, value);
-        }
     }
 
     void start() throws Exception {
@@ -152,7 +138,7 @@ final class HaCluster implements AutoCloseable {
     JobID submit(Consumer<StreamExecutionEnvironment> topology, String restorePath) throws Exception {
         Configuration c = configuration();
         if (restorePath != null) {
-            set(c, restorePath, "execution.savepoint.path", "execution.state-recovery.path");
+            FlinkConf.restoreFrom(c, restorePath);
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(HaJobs.PARALLELISM, c);
         topology.accept(env);

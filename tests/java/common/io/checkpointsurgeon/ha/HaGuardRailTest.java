@@ -8,6 +8,7 @@ import static org.junit.Assume.assumeTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.CheckpointSurgeonException.Code;
 import io.checkpointsurgeon.Surgery;
 
 import org.apache.flink.util.InstantiationUtil;
@@ -43,7 +44,7 @@ public class HaGuardRailTest {
     }
 
     /** repairHa must throw with the given code, mention the file, and leave the directory as it was. */
-    private CheckpointSurgeonException assertRejected(Path file, String code, String... messageParts) throws Exception {
+    private CheckpointSurgeonException assertRejected(Path file, Code code, String... messageParts) throws Exception {
         byte[] before = Files.readAllBytes(file);
         List<String> dirBefore = list(file.getParent());
         CheckpointSurgeonException e = null;
@@ -89,21 +90,21 @@ public class HaGuardRailTest {
     public void randomBytesAreNotACompletedCheckpoint() throws Exception {
         byte[] junk = new byte[4096];
         new java.util.Random(42).nextBytes(junk);
-        assertRejected(write("completedCheckpoint0123456789ab", junk), "FORMAT", "not a Java-serialized");
+        assertRejected(write("completedCheckpoint0123456789ab", junk), Code.FORMAT, "not a Java-serialized");
     }
 
     @Test
     public void emptyAndTruncatedFiles() throws Exception {
-        assertRejected(write("completedCheckpointempty", new byte[0]), "FORMAT");
+        assertRejected(write("completedCheckpointempty", new byte[0]), Code.FORMAT);
         // A valid Java serialization stream header, then nothing.
-        assertRejected(write("completedCheckpointtruncated", new byte[] {(byte) 0xac, (byte) 0xed, 0, 5}), "FORMAT");
+        assertRejected(write("completedCheckpointtruncated", new byte[] {(byte) 0xac, (byte) 0xed, 0, 5}), Code.FORMAT);
     }
 
     @Test
     public void anotherSerializedObjectIsNotACompletedCheckpoint() throws Exception {
         Path f = write("completedCheckpointabcdefabcdef",
                 InstantiationUtil.serializeObject(new ArrayList<>(Arrays.asList("a", "b"))));
-        assertRejected(f, "FORMAT", "java.util.ArrayList", "CompletedCheckpoint");
+        assertRejected(f, Code.FORMAT, "java.util.ArrayList", "CompletedCheckpoint");
     }
 
     @Test
@@ -113,7 +114,7 @@ public class HaGuardRailTest {
                 new org.apache.flink.runtime.state.filesystem.FileStateHandle(
                         new org.apache.flink.core.fs.Path("file:/tmp/ha/completedCheckpoint0123456789ab"), 1234));
         Path f = write("zk-node-data", InstantiationUtil.serializeObject(handle));
-        assertRejected(f, "FORMAT", "RetrievableStreamStateHandle");
+        assertRejected(f, Code.FORMAT, "RetrievableStreamStateHandle");
     }
 
     @Test
@@ -123,7 +124,7 @@ public class HaGuardRailTest {
         Path metadata = fixtures.toPath().resolve("stale-union-restore-1").resolve("_metadata");
         assumeTrue(metadata + " is missing", Files.exists(metadata));
         Path copy = write("_metadata", Files.readAllBytes(metadata));
-        assertRejected(copy, "FORMAT");
+        assertRejected(copy, Code.FORMAT);
     }
 
     /**
@@ -151,7 +152,7 @@ public class HaGuardRailTest {
         }
         // Java serialization alone would accept it (the serialVersionUIDs never change): the tool
         // must compare the classes' fields and refuse. 1.16 added CompletedCheckpoint.restoredProps.
-        assertRejected(copy, "VALIDATION", "another Flink version", "Flink " + version, "restoredProps",
+        assertRejected(copy, Code.VALIDATION, "another Flink version", "Flink " + version, "restoredProps",
                 "Flink jars of the cluster that wrote it");
     }
 

@@ -1,16 +1,14 @@
 package io.checkpointsurgeon.ha;
 
+import io.checkpointsurgeon.fixtures.Functions;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeHint;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
@@ -45,14 +43,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 final class HaJobs {
     private HaJobs() {}
 
-    static final String OFFSETS_STATE = "topic-partition-offset-states";
+    static final String OFFSETS_STATE = Functions.OFFSETS_STATE;
     static final String POSITION_STATE = "position";
     static final String CONSUMER_UID = "source_consumer";
     static final int PARALLELISM = 2;
     static final int KEYS = 8;
-
-    static final TypeInformation<Tuple2<String, Long>> OFFSET_TYPE =
-            TypeInformation.of(new TypeHint<Tuple2<String, Long>>() {});
 
     /** What one v2 consumer subtask got back on restore. */
     static final class Restore {
@@ -94,34 +89,13 @@ final class HaJobs {
     static void consumerJob(StreamExecutionEnvironment env, boolean v1) {
         DataStream<Long> s = env.fromSource(new NumberSequenceSource(0, 1_000_000_000L),
                         WatermarkStrategy.noWatermarks(), "numbers").uid("numbers").setParallelism(PARALLELISM)
-                .map(new Throttle(2)).uid("numbers-throttle").name("numbers-throttle").setParallelism(PARALLELISM)
+                .map(new Functions.Sleep(2)).uid("numbers-throttle").name("numbers-throttle").setParallelism(PARALLELISM)
                 .rebalance();
         DataStream<Long> c = v1
                 ? s.map(new ConsumerV1()).uid(CONSUMER_UID).name(CONSUMER_UID).setParallelism(PARALLELISM)
                 : s.map(new ConsumerV2()).uid(CONSUMER_UID).name(CONSUMER_UID).setParallelism(PARALLELISM);
         // No sink: the transformations are registered with the environment as they are created.
-        c.keyBy(new ModKey()).map(new KeyedFirst()).uid("keyed").name("keyed").setParallelism(PARALLELISM);
-    }
-
-    static final class Throttle implements MapFunction<Long, Long> {
-        private final long sleepMillis;
-
-        Throttle(long sleepMillis) {
-            this.sleepMillis = sleepMillis;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            Thread.sleep(sleepMillis);
-            return value;
-        }
-    }
-
-    static final class ModKey implements KeySelector<Long, Long> {
-        @Override
-        public Long getKey(Long value) {
-            return value % KEYS;
-        }
+        c.keyBy(new Functions.ModKey(KEYS)).map(new KeyedFirst()).uid("keyed").name("keyed").setParallelism(PARALLELISM);
     }
 
     /** v1: the union list state of the legacy Kafka consumer, two "partitions" per subtask. */
@@ -140,7 +114,7 @@ final class HaJobs {
         public void initializeState(FunctionInitializationContext context) throws Exception {
             instance = UUID.randomUUID().toString().substring(0, 8);
             offsets = context.getOperatorStateStore().getUnionListState(
-                    new ListStateDescriptor<>(OFFSETS_STATE, OFFSET_TYPE));
+                    new ListStateDescriptor<>(OFFSETS_STATE, Functions.OFFSET_TYPE));
         }
 
         @Override

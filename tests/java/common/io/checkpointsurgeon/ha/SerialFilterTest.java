@@ -6,6 +6,8 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.faults.KillDuringRepairTest;
+import io.checkpointsurgeon.testing.CliProcess;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.ObjectInputStream;
@@ -46,7 +48,7 @@ public class SerialFilterTest {
 
     @Test
     public void everyFixtureAsAnHaFilePassesTheFilter() throws Exception {
-        Path fixtures = Path.of(System.getProperty("fixtures.dir"));
+        Path fixtures = TestFiles.fixturesDir();
         List<Path> dirs;
         try (Stream<Path> s = Files.list(fixtures)) {
             dirs = s.filter(d -> Files.isRegularFile(d.resolve("_metadata"))).sorted().collect(Collectors.toList());
@@ -134,13 +136,10 @@ public class SerialFilterTest {
     /** The CLI in its own JVM under /usr/bin/time, with this test's class path (Flink's jars). */
     static Run cli(String... args) throws Exception {
         Path rss = Files.createTempFile("cs-rss", ".txt");
-        List<String> cmd = new ArrayList<>(List.of("/usr/bin/time", "-o", rss.toString(), "-f", "%M",
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "--add-opens",
-                "java.base/java.util=ALL-UNNAMED", "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-                "-Dmarker.file=" + MARKER, "-cp", System.getProperty("java.class.path"), "io.checkpointsurgeon.cli.Cli"));
-        cmd.addAll(List.of(args));
+        CliProcess cli = CliProcess.withFlink(args).systemProperty("marker.file", MARKER)
+                .launchedBy("/usr/bin/time", "-o", rss.toString(), "-f", "%M");
         long t0 = System.nanoTime();
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Process p = cli.start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         boolean done = p.waitFor(60, TimeUnit.SECONDS);
         if (!done) p.destroyForcibly();
@@ -185,7 +184,7 @@ public class SerialFilterTest {
 
     @Test
     public void aForeignClassInTheCheckpointPropertiesTrailerIsRefused() throws Exception {
-        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-inline", "_metadata");
+        Path fixture = TestFiles.fixture("operator-state-inline").resolve("_metadata");
         byte[] md = Files.readAllBytes(fixture);
         int version = java.nio.ByteBuffer.wrap(md).getInt(4);
         Assume.assumeTrue("metadata version " + version + " has no CheckpointProperties trailer", version >= 4);

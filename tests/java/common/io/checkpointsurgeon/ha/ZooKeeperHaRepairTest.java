@@ -10,14 +10,14 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.testing.TestFiles;
+import io.checkpointsurgeon.testing.ZooKeeperServer;
 
-import org.apache.curator.test.TestingServer;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.runtime.state.RetrievableStreamStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.util.InstantiationUtil;
-import org.apache.zookeeper.ZooKeeper;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Rule;
@@ -33,8 +33,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The incident end to end with real ZooKeeper HA: the stale union state grows with every
@@ -47,7 +45,7 @@ public class ZooKeeperHaRepairTest {
     @Rule
     public TemporaryFolder tmp = new TemporaryFolder();
 
-    private TestingServer zk;
+    private ZooKeeperServer zk;
     private HaCluster cluster;
     private final long started = System.nanoTime();
 
@@ -57,8 +55,8 @@ public class ZooKeeperHaRepairTest {
     @Before
     public void setUp() throws Exception {
         HaJobs.resetAll();
-        zk = new TestingServer(-1, tmp.newFolder("zk"), true);
-        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.getConnectString());
+        zk = ZooKeeperServer.start(tmp.newFolder("zk").toPath());
+        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.connectString());
     }
 
     @After
@@ -86,7 +84,8 @@ public class ZooKeeperHaRepairTest {
         assertEquals("v1: 2 union entries per subtask", 2L * HaJobs.PARALLELISM,
                 unionElements(CheckpointSurgeon.inspectHa(cluster.haFilesById(v1).get(v1Checkpoint))));
         cluster.cancel(v1);
-        Path v1Dir = latestCheckpointDir(cluster.checkpoints.resolve(v1.toString()));
+        Path v1Dir = TestFiles.latestCheckpoint(cluster.checkpoints.resolve(v1.toString()));
+        assertNotNull("a retained checkpoint of v1", v1Dir);
 
         JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), v1Dir.toUri().toString());
         cluster.awaitRunning(job);
@@ -258,33 +257,19 @@ public class ZooKeeperHaRepairTest {
      * Java-serialized RetrievableStreamStateHandle whose FileStateHandle is one of the HA files.
      */
     private void assertZooKeeperPointsAtHaFiles(JobID job, Map<Long, Path> haFiles) throws Exception {
-        CountDownLatch connected = new CountDownLatch(1);
-        ZooKeeper client = new ZooKeeper(zk.getConnectString(), 30_000, ev -> {
-            if (ev.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
-                connected.countDown();
-            }
-        });
-        try {
-            assertTrue(connected.await(30, TimeUnit.SECONDS));
-            String node = "/flink/" + HaCluster.CLUSTER_ID + "/jobs/" + job + "/checkpoints";
-            List<String> children = client.getChildren(node, false);
-            Map<Long, Path> fromZk = new TreeMap<>();
-            for (String child : children) {
-                byte[] data = client.getData(node + "/" + child, false, null);
-                Object handle = InstantiationUtil.deserializeObject(data, getClass().getClassLoader());
-                assertTrue(String.valueOf(handle), handle instanceof RetrievableStreamStateHandle);
-                StreamStateHandle inner = wrapped((RetrievableStreamStateHandle<?>) handle);
-                assertTrue(String.valueOf(inner), inner instanceof FileStateHandle);
-                Path p = Paths.get(((FileStateHandle) inner).getFilePath().toUri());
-                fromZk.put(Long.parseLong(child), p);
-            }
-            assertFalse("checkpoint nodes under " + node, fromZk.isEmpty());
-            for (Map.Entry<Long, Path> e : fromZk.entrySet()) {
-                assertEquals("ZooKeeper node " + e.getKey() + " -> HA file", haFiles.get(e.getKey()), e.getValue());
-                assertEquals(e.getKey().longValue(), CheckpointSurgeon.haFileInfo(e.getValue()).checkpointId());
-            }
-        } finally {
-            client.close();
+        String node = "/flink/" + HaCluster.CLUSTER_ID + "/jobs/" + job + "/checkpoints";
+        Map<Long, Path> fromZk = new TreeMap<>();
+        for (Map.Entry<String, byte[]> child : zk.children(node).entrySet()) {
+            Object handle = InstantiationUtil.deserializeObject(child.getValue(), getClass().getClassLoader());
+            assertTrue(String.valueOf(handle), handle instanceof RetrievableStreamStateHandle);
+            StreamStateHandle inner = wrapped((RetrievableStreamStateHandle<?>) handle);
+            assertTrue(String.valueOf(inner), inner instanceof FileStateHandle);
+            fromZk.put(Long.parseLong(child.getKey()), Paths.get(((FileStateHandle) inner).getFilePath().toUri()));
+        }
+        assertFalse("checkpoint nodes under " + node, fromZk.isEmpty());
+        for (Map.Entry<Long, Path> e : fromZk.entrySet()) {
+            assertEquals("ZooKeeper node " + e.getKey() + " -> HA file", haFiles.get(e.getKey()), e.getValue());
+            assertEquals(e.getKey().longValue(), CheckpointSurgeon.haFileInfo(e.getValue()).checkpointId());
         }
     }
 
@@ -305,15 +290,6 @@ public class ZooKeeperHaRepairTest {
         }
         Path dir = Files.createDirectories(Paths.get(out));
         Files.copy(haFile, dir.resolve(haFile.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-    }
-
-    static Path latestCheckpointDir(Path jobDir) throws Exception {
-        try (java.util.stream.Stream<Path> s = Files.list(jobDir)) {
-            return s.filter(d -> d.getFileName().toString().startsWith("chk-"))
-                    .filter(d -> Files.exists(d.resolve("_metadata")))
-                    .max(java.util.Comparator.comparingLong(d -> Long.parseLong(d.getFileName().toString().substring(4))))
-                    .orElseThrow(() -> new AssertionError("no retained checkpoint in " + jobDir));
-        }
     }
 
     static long unionElements(InspectReport r) {

@@ -8,6 +8,7 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -23,7 +24,7 @@ import org.junit.Test;
 public class CompressedStatePurgeTest {
     @Test
     public void purgedCompressedStreamsReadBackWithFlink() throws Exception {
-        Path fixture = Path.of(System.getProperty("fixtures.dir"), "operator-state-compressed");
+        Path fixture = TestFiles.fixture("operator-state-compressed");
         Assume.assumeTrue("snapshot compression fixture (Flink 1.19+)", Files.isRegularFile(fixture.resolve("_metadata")));
         InspectReport before = CheckpointSurgeon.inspect(fixture);
         assertTrue(before.operators().stream().flatMap(o -> o.subtasks().stream())
@@ -35,8 +36,8 @@ public class CompressedStatePurgeTest {
         assertTrue(plan.result().flinkValidation(), plan.result().flinkValidation().startsWith("loaded by Flink"));
         assertEquals(100, plan.elementsRemoved());
 
-        List<String> expected = ReaderShims.readListAndBroadcast(fixture.toString(), "operator-states", "split-list", "broadcast-map");
-        List<String> got = ReaderShims.readListAndBroadcast(out.toString(), "operator-states", "split-list", "broadcast-map");
+        List<String> expected = StateReads.listAndBroadcast(fixture.toString(), "operator-states", "split-list", "broadcast-map");
+        List<String> got = StateReads.listAndBroadcast(out.toString(), "operator-states", "split-list", "broadcast-map");
         assertEquals(400 + 20, expected.size()); // 400 split elements, the 20 broadcast entries once
         assertEquals(expected, got);
         assertFalse(CheckpointSurgeon.inspect(out).operators().stream().flatMap(o -> o.stateTotals().stream())

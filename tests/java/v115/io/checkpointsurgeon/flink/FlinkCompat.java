@@ -5,16 +5,12 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
-import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
-import org.apache.flink.runtime.checkpoint.StateObjectCollection;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
-import org.apache.flink.runtime.state.InputChannelStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
-import org.apache.flink.runtime.state.ResultSubpartitionStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
@@ -34,7 +30,7 @@ import java.util.Random;
 import java.util.UUID;
 
 /**
- * Flink 1.15 shims for the describer and the generator (same signatures in v115, v120, v23).
+ * Flink 1.15 shims for the describer and the generator (the same members as tests/java/since120's).
  * 1.15 writes metadata V3: no file merging (segment handles), no CheckpointProperties trailer, no
  * operator name/uid, no merged channel handles; incremental shared/private state are maps.
  */
@@ -179,20 +175,6 @@ final class FlinkCompat {
     static Object newMergedResultSubpartitionHandle(
             int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
         throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
-    }
-
-    static void setChannelState(
-            OperatorSubtaskState.Builder builder, List<Object> inputs, List<Object> outputs) {
-        List<InputChannelStateHandle> in = new ArrayList<>();
-        for (Object o : inputs) {
-            in.add((InputChannelStateHandle) o);
-        }
-        List<ResultSubpartitionStateHandle> out = new ArrayList<>();
-        for (Object o : outputs) {
-            out.add((ResultSubpartitionStateHandle) o);
-        }
-        builder.setInputChannelState(new StateObjectCollection<>(in));
-        builder.setResultSubpartitionState(new StateObjectCollection<>(out));
     }
 
     /** 1.15 writes only its default version, V3. */

@@ -1,64 +1,52 @@
 package io.checkpointsurgeon.restore;
 
-import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.state.api.SavepointReader;
-
 import org.apache.flink.state.api.functions.KeyedStateReaderFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
 
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.List;
+import java.io.IOException;
 
-/** State Processor API calls of the restore tests (Flink 115 API). */
+/**
+ * State Processor API calls of {@link StateReads} on Flink 1.15: operators are named by their uid
+ * string (no {@code OperatorIdentifier} yet), functions open with a {@code Configuration}.
+ */
 final class ReaderShims {
     private ReaderShims() {}
 
-    /**
-     * Reads a split list state (String elements, as "split:&lt;value&gt;") and a keyed ValueState&lt;String&gt;
-     * with Long keys (as "keyed:&lt;key&gt;=&lt;value&gt;") from a checkpoint or savepoint, sorted.
-     */
-    static List<String> read(String path, String listUid, String listState, String keyedUid, String keyedState)
-            throws Exception {
-        Configuration conf = new Configuration();
-        conf.setString("rest.bind-port", "0");
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
-        SavepointReader reader = SavepointReader.read(env, path);
-        DataStream<String> split = reader.readListState((listUid), listState, Types.STRING).map(new Prefix("split:"));
-        DataStream<String> keyed = reader.readKeyedState((keyedUid), new KeyedReader(keyedState));
-        List<String> out = new ArrayList<>();
-        try (CloseableIterator<String> it = split.union(keyed).executeAndCollect()) {
-            it.forEachRemaining(out::add);
-        }
-        Collections.sort(out);
-        return out;
+    static <T> DataStream<T> readListState(SavepointReader reader, String uid, String name, TypeInformation<T> type)
+            throws IOException {
+        return reader.readListState(uid, name, type);
     }
 
-    static final class Prefix implements MapFunction<String, String> {
-        private final String prefix;
-
-        Prefix(String prefix) {
-            this.prefix = prefix;
-        }
-
-        @Override
-        public String map(String value) {
-            return prefix + value;
-        }
+    static <T> DataStream<T> readUnionState(SavepointReader reader, String uid, String name, TypeInformation<T> type)
+            throws IOException {
+        return reader.readUnionState(uid, name, type);
     }
 
-    static final class KeyedReader extends KeyedStateReaderFunction<Long, String> {
+    static <K, V> DataStream<Tuple2<K, V>> readBroadcastState(SavepointReader reader, String uid, String name,
+                                                             TypeInformation<K> key, TypeInformation<V> value)
+            throws IOException {
+        return reader.readBroadcastState(uid, name, key, value);
+    }
+
+    /** {@code keyed:<key>=<value>} for every Long key of a {@code ValueState<String>}. */
+    static DataStream<String> readKeyedValues(SavepointReader reader, String uid, String stateName)
+            throws IOException {
+        return reader.readKeyedState(uid, new KeyedValues(stateName));
+    }
+
+    static final class KeyedValues extends KeyedStateReaderFunction<Long, String> {
         private final String stateName;
         private transient ValueState<String> state;
 
-        KeyedReader(String stateName) {
+        KeyedValues(String stateName) {
             this.stateName = stateName;
         }
 
@@ -71,10 +59,5 @@ final class ReaderShims {
         public void readKey(Long key, Context ctx, Collector<String> out) throws Exception {
             out.collect("keyed:" + key + "=" + state.value());
         }
-    }
-
-    /** Snapshot compression came with Flink 1.18: nothing to read on 1.15. */
-    static List<String> readListAndBroadcast(String path, String uid, String listState, String broadcastState) {
-        throw new UnsupportedOperationException("no compressed operator state before Flink 1.18");
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.testing.TestFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -13,7 +14,7 @@ import org.junit.Test;
 public class RepairWithStateProcessorTest {
     @Test
     public void theExampleRepairsAndKeepsTheLiveState() throws Exception {
-        Path fixture = Path.of(System.getProperty("fixtures.dir"), "stale-union");
+        Path fixture = TestFiles.fixture("stale-union");
         Path out = Files.createTempDirectory("example").resolve("repaired");
         List<Long> live = RepairWithStateProcessor.run(fixture, "source_consumer", "topic-partition-offset-states",
                 "position", out);

@@ -25,7 +25,7 @@ import picocli.CommandLine.Parameters;
         mixinStandardHelpOptions = true,
         versionProvider = Cli.Version.class,
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
-        subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.Ha.class,
+        subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.RenameOperator.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
     public static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
@@ -136,39 +136,66 @@ public final class Cli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
+        /** A finding as the CLI shows it: its remedies as command lines, each runnable as printed. */
+        public static final class Problem {
+            private final String severity;
+            private final String code;
+            private final String message;
+            private final String fix;
+            private final java.util.List<String> alternatives;
+
+            public Problem(String severity, String code, String message, String fix, java.util.List<String> alternatives) {
+                this.severity = severity;
+                this.code = code;
+                this.message = message;
+                this.fix = fix;
+                this.alternatives = alternatives;
+            }
+
+            static Problem of(CheckpointSurgeon.Finding f, String path) {
+                java.util.List<String> alternatives = new java.util.ArrayList<>();
+                for (CheckpointSurgeon.Remedy r : f.alternatives()) alternatives.add(command(r, path));
+                return new Problem(f.severity(), f.code(), f.message(), command(f.fix(), path), alternatives);
+            }
+
+            public String severity() {
+                return severity;
+            }
+
+            public String code() {
+                return code;
+            }
+
+            public String message() {
+                return message;
+            }
+
+            public String fix() {
+                return fix;
+            }
+
+            public java.util.List<String> alternatives() {
+                return alternatives;
+            }
+        }
+
+        /** The findings of one checkpoint or HA file. */
         public static final class Result {
             private final String path;
-            private final java.util.List<CheckpointSurgeon.Finding> findings;
+            private final java.util.List<Problem> findings;
 
             public Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {
                 this.path = path;
-                this.findings = findings;
+                this.findings = new java.util.ArrayList<>();
+                for (CheckpointSurgeon.Finding f : findings) this.findings.add(Problem.of(f, path));
             }
 
             public String path() {
                 return path;
             }
 
-            public java.util.List<CheckpointSurgeon.Finding> findings() {
+            public java.util.List<Problem> findings() {
                 return findings;
-            }
-
-            @Override
-            public boolean equals(Object o) {
-                if (this == o) return true;
-                if (!(o instanceof Result)) return false;
-                Result that = (Result) o;
-                return java.util.Objects.equals(path, that.path) && java.util.Objects.equals(findings, that.findings);
-            }
-
-            @Override
-            public int hashCode() {
-                return java.util.Objects.hash(path, findings);
-            }
-
-            @Override
-            public String toString() {
-                return "Result[path=" + path + ", findings=" + findings + "]";
             }
         }
 
@@ -176,7 +203,7 @@ public final class Cli {
         private int exitCode(java.util.List<Result> results) {
             boolean warnings = failOn.equalsIgnoreCase("warning");
             for (Result r : results) {
-                for (CheckpointSurgeon.Finding f : r.findings()) {
+                for (Problem f : r.findings()) {
                     if (f.severity().equals("ERROR") || warnings) return FINDINGS;
                 }
             }
@@ -220,7 +247,7 @@ public final class Cli {
             } else {
                 for (Result r : results) {
                     out.println(r.path() + ": " + (r.findings().isEmpty() ? "no problems found" : r.findings().size() + " problem(s)"));
-                    for (CheckpointSurgeon.Finding f : r.findings()) {
+                    for (Problem f : r.findings()) {
                         out.printf("  %s %s: %s%n    fix: %s%n", f.severity(), f.code(), f.message(), f.fix());
                         for (String alternative : f.alternatives()) out.printf("    or:  %s%n", alternative);
                     }
@@ -308,7 +335,7 @@ public final class Cli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
-        abstract Surgery surgery();
+        abstract Surgery surgery() throws CheckpointSurgeonException;
 
         @Override
         public Integer call() throws CheckpointSurgeonException {
@@ -369,6 +396,78 @@ public final class Cli {
         @Override
         Surgery surgery() {
             return Surgery.dedupeUnion(selection.selector(true), state);
+        }
+    }
+
+    @Command(name = "rename-operator", mixinStandardHelpOptions = true,
+            description = "Give an operator a new uid (its id becomes Flink's hash of it) or a new operator id. All its"
+                    + " state moves with it: operator, keyed and channel state of every subtask, the coordinator state"
+                    + " (a FLIP-27 source's enumerator) and finished markers; in Flink 2.x metadata also the stored uid"
+                    + " and name. --map renames many operators at once.")
+    static final class RenameOperator extends SurgeryCommand {
+        @Option(names = "--to-uid", paramLabel = "UID", description = "the new uid")
+        String toUid;
+
+        @Option(names = "--to-operator-id", paramLabel = "HEX", description = "the new operator id (32 hex digits)")
+        String toId;
+
+        @Option(names = "--to-name", paramLabel = "NAME", description = "the new operator name (Flink 2.x metadata only)")
+        String toName;
+
+        @Option(names = "--map", paramLabel = "FILE", description = "lines 'OLD NEW': OLD an operator id (32 hex digits,"
+                + " as inspect prints it) or a uid, NEW the new uid; separated by a tab, or by spaces when neither"
+                + " contains one; blank lines and lines starting with # are skipped")
+        Path map;
+
+        @Override
+        Surgery surgery() throws CheckpointSurgeonException {
+            if (map == null) {
+                if ((toUid == null) == (toId == null)) {
+                    throw new IllegalArgumentException("give exactly one of --to-uid, --to-operator-id (or --map FILE)");
+                }
+                return Surgery.rename(selection.selector(false), toUid, toId, toName);
+            }
+            if (toUid != null || toId != null || toName != null || selection.uid != null || selection.id != null
+                    || selection.name != null) {
+                throw new IllegalArgumentException("--map takes the place of the operator and --to-... options");
+            }
+            return renames(map);
+        }
+
+        /** The surgery of a --map file; two lines with one target are refused before anything is read. */
+        static Surgery renames(Path file) throws CheckpointSurgeonException {
+            java.util.List<String> lines;
+            try {
+                lines = java.nio.file.Files.readAllLines(file);
+            } catch (java.io.IOException e) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e, e);
+            }
+            Surgery s = null;
+            java.util.Map<String, Integer> targets = new java.util.HashMap<>();
+            for (int i = 0; i < lines.size(); i++) {
+                String line = lines.get(i).strip();
+                if (line.isEmpty() || line.startsWith("#")) continue;
+                String[] f = line.indexOf('\t') >= 0 ? line.split("\t", 2) : line.split("\\s+", 2);
+                if (f.length != 2 || f[0].isEmpty() || f[1].strip().isEmpty()) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, file + " line "
+                            + (i + 1) + ": expected 'OLD NEW' (an operator id or uid, then the new uid), found '" + line + "'");
+                }
+                String target = f[1].strip();
+                Integer before = targets.put(target, i + 1);
+                if (before != null) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, file + " line "
+                            + (i + 1) + ": uid '" + target + "' is also the target of line " + before
+                            + "; two operators cannot share an id");
+                }
+                Surgery.OperatorSelector from = f[0].matches("[0-9A-Fa-f]{32}") ? Surgery.OperatorSelector.id(f[0])
+                        : Surgery.OperatorSelector.uid(f[0]);
+                s = s == null ? Surgery.renameOperator(from, target) : s.andRenameOperator(from, target, null, null);
+            }
+            if (s == null) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, file
+                        + ": no 'OLD NEW' line");
+            }
+            return s;
         }
     }
 
@@ -441,7 +540,7 @@ public final class Cli {
                 for (InspectReport.OperatorInfo op : r.operators()) {
                     for (InspectReport.StateTotal t : op.stateTotals()) {
                         if (t.mode().equals("UNION")) {
-                            unions.add(String.format(Locale.ROOT, "%s %s: %,d elements, %s", op.id(), t.name(), t.elements(),
+                            unions.add(String.format(Locale.ROOT, "%s %s: %,d elements, %s", op.id(), printable(t.name()), t.elements(),
                                     t.bytes() < 0 ? "? bytes" : bytes(t.bytes())));
                         }
                     }
@@ -558,8 +657,9 @@ public final class Cli {
                 "elements", "after", "bytes cut"));
         for (SurgeryPlan.Change c : p.changes()) {
             sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %,12d %,12d %,12d%n", c.operatorId(),
-                    c.subtask() < 0 ? "all" : String.valueOf(c.subtask()), c.state(), c.action(), c.elementsBefore(),
+                    c.subtask() < 0 ? "all" : String.valueOf(c.subtask()), printable(c.state()), c.action(), c.elementsBefore(),
                     c.elementsAfter(), c.bytesRemoved()));
+            if (!c.detail().isEmpty()) sb.append("    ").append(printable(c.detail())).append(System.lineSeparator());
         }
         for (SurgeryPlan.NewStream s : p.newStreams()) {
             sb.append(String.format(Locale.ROOT, "  rewrite %s -> %s (%s)%n", s.replaces(),
@@ -602,7 +702,7 @@ public final class Cli {
                 sb.append(String.format(Locale.ROOT, "  %-40s %-16s %12s %14s %8s%n", "operator state", "mode", "elements", "bytes", "subtasks"));
                 for (InspectReport.StateTotal t : totals) {
                     sb.append(String.format(Locale.ROOT, "  %-40s %-16s %,12d %14s %8d%n",
-                            t.name(), t.mode(), t.elements(), t.bytes() < 0 ? "?" : String.format(Locale.ROOT, "%,d", t.bytes()), t.handles()));
+                            printable(t.name()), t.mode(), t.elements(), t.bytes() < 0 ? "?" : String.format(Locale.ROOT, "%,d", t.bytes()), t.handles()));
                 }
             }
             op.kafkaOffsets().forEach((state, offsets) -> {
@@ -642,7 +742,7 @@ public final class Cli {
                             h.inline() ? "inline" : h.location(), bytes(h.delegateSize()),
                             h.proxyVersion() > 0 ? ", header proxy v" + h.proxyVersion() + (h.compressed() ? ", snappy" : "") : ""));
                     for (InspectReport.StateInfo st : h.states()) {
-                        sb.append(String.format(Locale.ROOT, "      %-38s %-16s %,10d elements %12s  %s%n", st.name(), st.mode(),
+                        sb.append(String.format(Locale.ROOT, "      %-38s %-16s %,10d elements %12s  %s%n", printable(st.name()), st.mode(),
                                 st.elements(), st.bytes() < 0 ? "?" : bytes(st.bytes()), st.serializer()));
                     }
                 }
@@ -658,6 +758,39 @@ public final class Cli {
         sb.append(String.format(Locale.ROOT, "%ntotal: %d operators, operator state %s, keyed state %s, channel state %s%n",
                 r.operators().size(), bytes(r.totalOperatorStateBytes()), bytes(r.totalKeyedStateBytes()), bytes(r.totalChannelStateBytes())));
         return sb.toString();
+    }
+
+    /** The command line of a doctor's remedy for the checkpoint at {@code path}. */
+    static String command(CheckpointSurgeon.Remedy r, String path) {
+        String p = quote(path);
+        switch (r.action()) {
+            case "inspect":
+                return "checkpoint-surgeon inspect " + p;
+            case "inspect-subtasks":
+                return "checkpoint-surgeon inspect " + p + " --subtasks";
+            default:
+                return "checkpoint-surgeon " + r.action() + " " + p + " --operator-id " + r.operatorId() + " --state "
+                        + quote(r.state()) + " --apply --output "
+                        + quote(path + (r.action().equals("dedupe-union") ? "-deduped" : "-repaired"));
+        }
+    }
+
+    /** A name on one line: control characters (a tab or newline in a state name) as Java escapes. */
+    static String printable(String s) {
+        StringBuilder b = new StringBuilder(s.length());
+        for (char c : s.toCharArray()) {
+            if (c == '\t') b.append("\\t");
+            else if (c == '\n') b.append("\\n");
+            else if (c == '\r') b.append("\\r");
+            else if (Character.isISOControl(c)) b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.toString();
+    }
+
+    /** A word for a POSIX shell, quoted when it needs to be. */
+    static String quote(String s) {
+        return s.matches("[A-Za-z0-9_./:@%+=,-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
     }
 
     static String bytes(long n) {

@@ -1,4 +1,6 @@
-package io.checkpointsurgeon;
+package io.checkpointsurgeon.flink;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -28,14 +30,14 @@ import java.util.Map;
  * by reflection so that one jar serves every Flink version; the state inside goes through Flink's
  * own metadata serializer to the native surgery and back through Flink's own loader.
  */
-final class HaCheckpoint {
+public final class HaCheckpoint {
     private static final String COMPLETED_CHECKPOINT = "org.apache.flink.runtime.checkpoint.CompletedCheckpoint";
 
-    final Path file;
-    final Object completedCheckpoint;
-    final long checkpointId;
-    final String jobId;
-    final String externalPointer;
+    public final Path file;
+    public final Object completedCheckpoint;
+    public final long checkpointId;
+    public final String jobId;
+    public final String externalPointer;
 
     private HaCheckpoint(Path file, Object cc) throws ReflectiveOperationException {
         this.file = file;
@@ -45,7 +47,7 @@ final class HaCheckpoint {
         this.externalPointer = (String) call(cc, "getExternalPointer");
     }
 
-    static HaCheckpoint read(Path file) throws CheckpointSurgeonException {
+    public static HaCheckpoint read(Path file) throws CheckpointSurgeonException {
         requireFlink(file);
         ClassLoader cl = HaCheckpoint.class.getClassLoader();
         java.util.Set<String> mismatches = new java.util.LinkedHashSet<>();
@@ -160,16 +162,16 @@ final class HaCheckpoint {
         return l;
     }
 
-    /** A CompletedCheckpoint object that is already in memory (not read from a file). */
     /**
      * Whether a file name is an HA {@code completedCheckpoint<random>} file, and not one of the
      * {@code .tmp-<uuid>} files this tool stages or the {@code .backup-<millis>} it keeps.
      */
-    static boolean isHaFileName(String name) {
+    public static boolean isHaFileName(String name) {
         return name.startsWith("completedCheckpoint") && !name.contains(".backup-") && !name.contains(".tmp-");
     }
 
-    static HaCheckpoint of(Object completedCheckpoint) throws CheckpointSurgeonException {
+    /** A CompletedCheckpoint object that is already in memory (not read from a file). */
+    public static HaCheckpoint of(Object completedCheckpoint) throws CheckpointSurgeonException {
         if (completedCheckpoint == null || !completedCheckpoint.getClass().getName().equals(COMPLETED_CHECKPOINT)) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "expected a " + COMPLETED_CHECKPOINT + ", got "
                     + (completedCheckpoint == null ? "null" : completedCheckpoint.getClass().getName()));
@@ -182,7 +184,7 @@ final class HaCheckpoint {
     }
 
     /** Flink's {@code Checkpoints.storeCheckpointMetadata} of a {@code CheckpointMetadata} object. */
-    static byte[] store(Object checkpointMetadata) throws ReflectiveOperationException {
+    public static byte[] store(Object checkpointMetadata) throws ReflectiveOperationException {
         Class<?> mdClass = Class.forName("org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata");
         ByteArrayOutputStream bos = new ByteArrayOutputStream(1 << 16);
         Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints")
@@ -192,7 +194,7 @@ final class HaCheckpoint {
     }
 
     /** Flink's {@code Checkpoints.loadCheckpointMetadata} of metadata bytes. */
-    static Object load(byte[] metadata, String externalPointer) throws ReflectiveOperationException {
+    public static Object load(byte[] metadata, String externalPointer) throws ReflectiveOperationException {
         Method load = Class.forName("org.apache.flink.runtime.checkpoint.Checkpoints").getMethod(
                 "loadCheckpointMetadata", DataInputStream.class, ClassLoader.class, String.class);
         return load.invoke(null, new DataInputStream(new ByteArrayInputStream(metadata)),
@@ -200,7 +202,7 @@ final class HaCheckpoint {
     }
 
     /** The exclusive checkpoint directory (where the checkpoint's relative state files live). */
-    Path checkpointDir() {
+    public Path checkpointDir() {
         if (externalPointer == null || externalPointer.isEmpty()) {
             return null;
         }
@@ -214,7 +216,7 @@ final class HaCheckpoint {
     }
 
     /** The operator states, serialized with Flink's own default metadata serializer. */
-    byte[] metadataBytes() throws CheckpointSurgeonException {
+    public byte[] metadataBytes() throws CheckpointSurgeonException {
         try {
             Collection<?> ops = operatorStates().values();
             Collection<?> masters = (Collection<?>) call(completedCheckpoint, "getMasterHookStates");
@@ -234,7 +236,7 @@ final class HaCheckpoint {
      * Loads new metadata bytes with Flink's loader and puts its operator states into the
      * CompletedCheckpoint in place of the old ones.
      */
-    void replaceOperatorStates(byte[] metadata) throws CheckpointSurgeonException {
+    public void replaceOperatorStates(byte[] metadata) throws CheckpointSurgeonException {
         try {
             Object md = load(metadata, externalPointer);
             Collection<?> ops = (Collection<?>) call(md, "getOperatorStates");
@@ -253,7 +255,7 @@ final class HaCheckpoint {
     }
 
     /** The serialized CompletedCheckpoint, written to a new file (created exclusively) and synced. */
-    private void serializeTo(Path tmp) throws CheckpointSurgeonException {
+    public void serializeTo(Path tmp) throws CheckpointSurgeonException {
         try {
             try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW,
                     StandardOpenOption.WRITE), 1 << 20)) {
@@ -268,127 +270,18 @@ final class HaCheckpoint {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": could not serialize the CompletedCheckpoint: "
                     + e.getCause(), e.getCause());
         } catch (IOException e) {
-            throw Commit.io(tmp.toString(), e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, tmp + ": " + e, e);
         } catch (ReflectiveOperationException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e, e);
         }
     }
 
-    /**
-     * An HA file as a unit of the commit sequence: stage writes the new state files into the
-     * checkpoint's directory and the re-serialized CompletedCheckpoint as {@code <file>.tmp-<uuid>};
-     * validate reads that file back; switch renames it over the HA file after a backup.
-     */
-    static final class Repair implements Commit.Unit {
-        final Path file;
-        private final Surgery surgery;
-        private final boolean skipUnchanged;
-        private HaCheckpoint ha;
-        private Commit.StagedBytes staged;
-        private Path tmp;
-        private String identity;
-
-        /** @param skipUnchanged a file in which the surgery selects nothing is skipped (a multi-file run) */
-        Repair(Path file, Surgery surgery, boolean skipUnchanged) {
-            this.file = file.toAbsolutePath().normalize();
-            this.surgery = surgery;
-            this.skipUnchanged = skipUnchanged;
-        }
-
-        @Override
-        public String name() {
-            return file.toString();
-        }
-
-        @Override
-        public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
-            if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, file + " is not a regular file");
-            }
-            locks.lock(file.getParent());
-        }
-
-        @Override
-        public boolean stage(Commit.Undo undo) throws CheckpointSurgeonException {
-            try {
-                identity = Commit.identity(file);
-            } catch (IOException e) {
-                throw Commit.io(file.toString(), e);
-            }
-            ha = read(file);
-            try {
-                staged = Commit.stageBytes(ha.metadataBytes(), file.toString(), ha.checkpointDir(), surgery, undo);
-            } catch (CheckpointSurgeonException e) {
-                if (skipUnchanged && e.code() == CheckpointSurgeonException.Code.NOTHING_SELECTED) return false;
-                throw e;
-            }
-            ha.replaceOperatorStates(staged.metadata);
-            for (int n = 0; ; n++) {
-                Path t = file.resolveSibling(file.getFileName() + ".tmp-" + java.util.UUID.randomUUID());
-                try {
-                    ha.serializeTo(t);
-                    tmp = t;
-                    undo.deleteLater(t);
-                    return true;
-                } catch (CheckpointSurgeonException e) {
-                    if (!(e.getCause() instanceof java.nio.file.FileAlreadyExistsException) || n > 16) throw e;
-                }
-            }
-        }
-
-        @Override
-        public String validate() throws CheckpointSurgeonException {
-            HaCheckpoint check = read(tmp);
-            if (check.checkpointId != ha.checkpointId) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": holds checkpoint " + check.checkpointId
-                        + ", expected " + ha.checkpointId);
-            }
-            try {
-                int ops = check.operatorStates().size();
-                if (ops != staged.staged.operators) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": holds " + ops + " operators, expected "
-                            + staged.staged.operators);
-                }
-            } catch (ReflectiveOperationException e) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": " + e, e);
-            }
-            return "loaded by Flink " + FlinkJudge.flinkVersion() + " into the CompletedCheckpoint and re-read from"
-                    + " the new HA file";
-        }
-
-        @Override
-        public void place(Commit.Undo undo) {
-            // the new state files are already in the checkpoint's directory
-        }
-
-        @Override
-        public String backup(Commit.Undo undo) throws CheckpointSurgeonException {
-            return Commit.backup(file, undo).toString();
-        }
-
-        @Override
-        public void switchOver() throws CheckpointSurgeonException {
-            try {
-                if (!Commit.identity(file).equals(identity)) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + " was changed by someone else while it was"
-                            + " repaired (is a JobManager running?); it was not switched");
-                }
-            } catch (IOException e) {
-                throw Commit.io(file.toString(), e);
-            }
-            Commit.replace(tmp, file);
-        }
-
-        @Override
-        public SurgeryPlan result(String backup, String validation) {
-            long size;
-            try {
-                size = Files.size(file);
-            } catch (IOException e) {
-                size = -1;
-            }
-            return staged.staged.plan.withResult(new SurgeryPlan.Result(file.toString(), size, staged.staged.written,
-                    List.of(), List.of(), backup, validation));
+    /** The number of operator states in the CompletedCheckpoint. */
+    public int operatorCount() throws CheckpointSurgeonException {
+        try {
+            return operatorStates().size();
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": " + e, e);
         }
     }
 
@@ -404,7 +297,7 @@ final class HaCheckpoint {
         }
     }
 
-    static void requireFlink(Path file) throws CheckpointSurgeonException {
+    public static void requireFlink(Path file) throws CheckpointSurgeonException {
         if (!FlinkJudge.flinkAvailable()) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, file + ": reading an HA CompletedCheckpoint needs the"
                     + " Flink jars of the cluster's version on the classpath (for example -cp \"$FLINK_HOME/lib/*\")");

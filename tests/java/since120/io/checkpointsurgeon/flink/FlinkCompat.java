@@ -6,11 +6,8 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.CheckpointProperties;
 import org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
-import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
-import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
-import org.apache.flink.runtime.checkpoint.StateObjectCollection;
 import org.apache.flink.runtime.checkpoint.filemerging.LogicalFile;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.runtime.checkpoint.metadata.MetadataSerializers;
@@ -18,11 +15,9 @@ import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
 import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
-import org.apache.flink.runtime.state.InputChannelStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
-import org.apache.flink.runtime.state.ResultSubpartitionStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
@@ -46,22 +41,24 @@ import java.util.Random;
 import java.util.UUID;
 
 /**
- * Flink 1.20 shims for the describer and the generator (same signatures in v115, v120, v23).
- * 1.20 writes metadata V4: file-merging handles and the CheckpointProperties trailer, but no
- * operator name/uid and no merged channel-state handles.
+ * Flink 1.20 and 2.x shims for the describer and the generator (the same members as
+ * tests/java/v115's): file-merging segment handles, incremental handles as lists, changelog handles
+ * with checkpoint id and storage identifier, metadata written in older versions and the
+ * CheckpointProperties trailer. The members where 1.20 and 2.x differ (operator name and uid, the
+ * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and v23.
  */
 final class FlinkCompat {
 
     /** The Flink line these shims compile against. */
-    static final String FLINK_LINE = "1.20";
+    static final String FLINK_LINE = LineCompat.FLINK_LINE;
 
-    static final boolean SUPPORTS_NAME_AND_UID = false;
+    static final boolean SUPPORTS_NAME_AND_UID = LineCompat.SUPPORTS_NAME_AND_UID;
     static final boolean SUPPORTS_FILE_MERGING = true;
-    static final boolean SUPPORTS_MERGED_CHANNELS = false;
+    static final boolean SUPPORTS_MERGED_CHANNELS = LineCompat.SUPPORTS_MERGED_CHANNELS;
     static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = true;
 
     /** Metadata versions older than the default that this Flink can still write. */
-    static final int[] OLDER_WRITABLE_VERSIONS = {3};
+    static final int[] OLDER_WRITABLE_VERSIONS = LineCompat.OLDER_WRITABLE_VERSIONS;
 
     private FlinkCompat() {}
 
@@ -70,11 +67,11 @@ final class FlinkCompat {
     // ------------------------------------------------------------------------
 
     static String operatorName(OperatorState state) {
-        return null;
+        return LineCompat.operatorName(state);
     }
 
     static String operatorUid(OperatorState state) {
-        return null;
+        return LineCompat.operatorUid(state);
     }
 
     /** Segment handles (codes 15, 16), or null for a kind every version has. */
@@ -105,9 +102,9 @@ final class FlinkCompat {
         return null;
     }
 
-    /** The V6 merged channel handles do not exist before 2.1. */
+    /** The V6 merged channel handles, or null. */
     static String describeVersionSpecificChannelHandle(Object h) {
-        return null;
+        return LineCompat.describeMergedChannelHandle(h);
     }
 
     static StreamStateHandle incrementalMetaHandle(IncrementalRemoteKeyedStateHandle h) {
@@ -140,9 +137,7 @@ final class FlinkCompat {
     static OperatorState newOperatorState(
             String name, String uid, OperatorID id, int parallelism, int maxParallelism,
             boolean fullyFinished) {
-        return fullyFinished
-                ? new FullyFinishedOperatorState(id, parallelism, maxParallelism)
-                : new OperatorState(id, parallelism, maxParallelism);
+        return LineCompat.newOperatorState(name, uid, id, parallelism, maxParallelism, fullyFinished);
     }
 
     static StreamStateHandle newSegmentHandle(
@@ -212,26 +207,12 @@ final class FlinkCompat {
 
     static Object newMergedInputChannelHandle(
             int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
+        return LineCompat.newMergedInputChannelHandle(subtask, delegate, size, serializedOffsets);
     }
 
     static Object newMergedResultSubpartitionHandle(
             int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
-    }
-
-    static void setChannelState(
-            OperatorSubtaskState.Builder builder, List<Object> inputs, List<Object> outputs) {
-        List<InputChannelStateHandle> in = new ArrayList<>();
-        for (Object o : inputs) {
-            in.add((InputChannelStateHandle) o);
-        }
-        List<ResultSubpartitionStateHandle> out = new ArrayList<>();
-        for (Object o : outputs) {
-            out.add((ResultSubpartitionStateHandle) o);
-        }
-        builder.setInputChannelState(new StateObjectCollection<>(in));
-        builder.setResultSubpartitionState(new StateObjectCollection<>(out));
+        return LineCompat.newMergedResultSubpartitionHandle(subtask, delegate, size, serializedOffsets);
     }
 
     /** Writes magic, {@code version} and body with that version's serializer. */

@@ -1,4 +1,6 @@
-package io.checkpointsurgeon;
+package io.checkpointsurgeon.flink;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -28,7 +30,7 @@ import java.util.regex.Pattern;
  * <p>Every Flink class is reached by reflection, so this jar keeps no compile-time Flink
  * dependency. Local paths never come here: the native library reads them itself.
  */
-final class FlinkFileSystems {
+public final class FlinkFileSystems {
     private static final String FILE_SYSTEM = "org.apache.flink.core.fs.FileSystem";
     private static final String FLINK_PATH = "org.apache.flink.core.fs.Path";
     private static final String FILE_STATUS = "org.apache.flink.core.fs.FileStatus";
@@ -44,13 +46,13 @@ final class FlinkFileSystems {
     private FlinkFileSystems() {}
 
     /** Whether a path names a non-local file system: a scheme of two or more letters other than {@code file}. */
-    static boolean isRemote(String path) {
+    public static boolean isRemote(String path) {
         var m = SCHEME.matcher(path);
         return m.matches() && !m.group(1).equalsIgnoreCase("file");
     }
 
     /** A local path given as a plain path or a {@code file:} URI. */
-    static Path localPath(String path) {
+    public static Path localPath(String path) {
         if (path.regionMatches(true, 0, "file:", 0, 5)) {
             String rest = path.substring(5);
             if (rest.startsWith("//")) {
@@ -68,7 +70,7 @@ final class FlinkFileSystems {
      * {@code config.yaml} or {@code flink-conf.yaml}; Flink's defaults when null) and the plugins
      * under {@code pluginsDir} (none when null). Replaces any earlier initialization in this JVM.
      */
-    static synchronized void configure(Path flinkConfDir, Path pluginsDir) throws CheckpointSurgeonException {
+    public static synchronized void configure(Path flinkConfDir, Path pluginsDir) throws CheckpointSurgeonException {
         requireFlink("configuring Flink's file systems");
         ClassLoader cl = FlinkFileSystems.class.getClassLoader();
         try {
@@ -121,7 +123,7 @@ final class FlinkFileSystems {
      * and {@code $FLINK_HOME/plugins}) when any of those is set; otherwise Flink's file systems stay
      * as they are (as an embedding application initialized them, or the ones on the class path).
      */
-    static synchronized void ensureConfigured() throws CheckpointSurgeonException {
+    public static synchronized void ensureConfigured() throws CheckpointSurgeonException {
         requireFlink("reading a non-local path");
         if (configured) {
             return;
@@ -140,7 +142,7 @@ final class FlinkFileSystems {
         configured = true;
     }
 
-    static String configuredFrom() {
+    public static String configuredFrom() {
         return configuredFrom;
     }
 
@@ -157,17 +159,17 @@ final class FlinkFileSystems {
     // ---------------------------------------------------------------------------------------------
     // Operations on Flink paths
 
-    static boolean exists(String path) throws IOException {
+    public static boolean exists(String path) throws IOException {
         return (Boolean) call(fs(path), FILE_SYSTEM, "exists", new Class<?>[] {pathClass()}, flinkPath(path));
     }
 
     /** The length of a file; FileNotFoundException when it does not exist. */
-    static long length(String path) throws IOException {
+    public static long length(String path) throws IOException {
         Object status = call(fs(path), FILE_SYSTEM, "getFileStatus", new Class<?>[] {pathClass()}, flinkPath(path));
         return (Long) call(status, FILE_STATUS, "getLen", new Class<?>[0]);
     }
 
-    static boolean isDirectory(String path) throws IOException {
+    public static boolean isDirectory(String path) throws IOException {
         try {
             Object status = call(fs(path), FILE_SYSTEM, "getFileStatus", new Class<?>[] {pathClass()}, flinkPath(path));
             return (Boolean) call(status, FILE_STATUS, "isDir", new Class<?>[0]);
@@ -177,7 +179,7 @@ final class FlinkFileSystems {
     }
 
     /** The entries of a directory (full paths); empty when it does not exist. */
-    static List<String> list(String dir) throws IOException {
+    public static List<String> list(String dir) throws IOException {
         Object[] statuses;
         try {
             statuses = (Object[]) call(fs(dir), FILE_SYSTEM, "listStatus", new Class<?>[] {pathClass()}, flinkPath(dir));
@@ -197,7 +199,7 @@ final class FlinkFileSystems {
      * {@code OBJECT_STORE} or {@code FILE_SYSTEM}, as the Flink file system says ({@code getKind()},
      * Flink 1.x), or by the scheme where Flink has no such method (2.x).
      */
-    static String kind(String path) throws IOException {
+    public static String kind(String path) throws IOException {
         try {
             flinkClass(FILE_SYSTEM).getMethod("getKind");
         } catch (NoSuchMethodException e) {
@@ -211,22 +213,22 @@ final class FlinkFileSystems {
     private static final java.util.Set<String> OBJECT_STORE_SCHEMES = java.util.Set.of("s3", "s3a", "s3n", "s3p",
             "gs", "oss", "cosn", "obs", "wasb", "wasbs", "abfs", "abfss", "blob");
 
-    static boolean delete(String path) throws IOException {
+    public static boolean delete(String path) throws IOException {
         return (Boolean) call(fs(path), FILE_SYSTEM, "delete", new Class<?>[] {pathClass(), boolean.class},
                 flinkPath(path), false);
     }
 
-    static boolean rename(String from, String to) throws IOException {
+    public static boolean rename(String from, String to) throws IOException {
         return (Boolean) call(fs(from), FILE_SYSTEM, "rename", new Class<?>[] {pathClass(), pathClass()},
                 flinkPath(from), flinkPath(to));
     }
 
-    static InputStream open(String path) throws IOException {
+    public static InputStream open(String path) throws IOException {
         return (InputStream) call(fs(path), FILE_SYSTEM, "open", new Class<?>[] {pathClass()}, flinkPath(path));
     }
 
     /** A new file; fails when it exists unless {@code overwrite}. */
-    static OutputStream create(String path, boolean overwrite) throws IOException {
+    public static OutputStream create(String path, boolean overwrite) throws IOException {
         try {
             Class<?> mode = Class.forName(FILE_SYSTEM + "$WriteMode", true, FlinkFileSystems.class.getClassLoader());
             Object m = mode.getMethod("valueOf", String.class).invoke(null, overwrite ? "OVERWRITE" : "NO_OVERWRITE");
@@ -237,19 +239,19 @@ final class FlinkFileSystems {
         }
     }
 
-    static byte[] readAll(String path) throws IOException {
+    public static byte[] readAll(String path) throws IOException {
         try (InputStream in = open(path)) {
             return in.readAllBytes();
         }
     }
 
-    static void write(byte[] data, String path, boolean overwrite) throws IOException {
+    public static void write(byte[] data, String path, boolean overwrite) throws IOException {
         try (OutputStream out = create(path, overwrite)) {
             out.write(data);
         }
     }
 
-    static long download(String remote, Path local) throws IOException {
+    public static long download(String remote, Path local) throws IOException {
         Files.createDirectories(local.getParent());
         try (InputStream in = open(remote); OutputStream out = Files.newOutputStream(local)) {
             return pump(in, out, remote + " -> " + local, lengthOrUnknown(remote));
@@ -257,7 +259,7 @@ final class FlinkFileSystems {
     }
 
     /** Copies bytes {@code [start, start + size)} of a remote file to the same offsets of a local (sparse) file. */
-    static void downloadRange(String remote, Path local, long start, long size) throws IOException {
+    public static void downloadRange(String remote, Path local, long start, long size) throws IOException {
         Files.createDirectories(local.getParent());
         try (InputStream in = open(remote); RandomAccessFile out = new RandomAccessFile(local.toFile(), "rw")) {
             call(in, FS_INPUT, "seek", new Class<?>[] {long.class}, start);
@@ -275,14 +277,14 @@ final class FlinkFileSystems {
         }
     }
 
-    static long upload(Path local, String remote, boolean overwrite) throws IOException {
+    public static long upload(Path local, String remote, boolean overwrite) throws IOException {
         try (InputStream in = Files.newInputStream(local); OutputStream out = create(remote, overwrite)) {
             return pump(in, out, local + " -> " + remote, Files.size(local));
         }
     }
 
     /** Copies a file through this JVM (any Flink file system to any other). */
-    static long copy(String from, String to, boolean overwrite) throws IOException {
+    public static long copy(String from, String to, boolean overwrite) throws IOException {
         try (InputStream in = open(from); OutputStream out = create(to, overwrite)) {
             return pump(in, out, from + " -> " + to, lengthOrUnknown(from));
         }

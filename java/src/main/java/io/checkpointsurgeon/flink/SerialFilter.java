@@ -1,4 +1,6 @@
-package io.checkpointsurgeon;
+package io.checkpointsurgeon.flink;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -29,13 +31,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * line with the deepest graph depth it may appear at. It was recorded from real HA files of every
  * supported Flink version ({@code gradle -PrecordSerialClasses=DIR test}, see the README).
  */
-final class SerialFilter implements ObjectInputFilter {
+public final class SerialFilter implements ObjectInputFilter {
     /** Records every class and depth instead of refusing unknown classes (limits still apply). */
-    static final String RECORD_PROPERTY = "checkpointsurgeon.serialFilter.record";
-    static final String ALLOWLIST = "serialization-allowlist.txt";
+    public static final String RECORD_PROPERTY = "checkpointsurgeon.serialFilter.record";
+    public static final String ALLOWLIST = "serialization-allowlist.txt";
 
     /** Generous for real graphs (the deepest recorded is far below), small enough to stop nesting bombs. */
-    static final long MAX_DEPTH = 64;
+    public static final long MAX_DEPTH = 64;
 
     private static final Map<String, Integer> ALLOWED = load();
 
@@ -128,7 +130,7 @@ final class SerialFilter implements ObjectInputFilter {
     }
 
     /** Class name -> deepest allowed depth, from the allow-list resource. */
-    static Map<String, Integer> allowList() {
+    public static Map<String, Integer> allowList() {
         return ALLOWED;
     }
 

@@ -1,4 +1,6 @@
-package io.checkpointsurgeon;
+package io.checkpointsurgeon.flink;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
 
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
@@ -14,12 +16,12 @@ import java.util.Collection;
  * when Flink is on the classpath. Reflection keeps this jar free of any compile-time Flink
  * dependency, so one jar serves every Flink version.
  */
-final class FlinkJudge {
+public final class FlinkJudge {
     private static final String CHECKPOINTS = "org.apache.flink.runtime.checkpoint.Checkpoints";
 
     private FlinkJudge() {}
 
-    static boolean flinkAvailable() {
+    public static boolean flinkAvailable() {
         try {
             Class.forName(CHECKPOINTS, false, FlinkJudge.class.getClassLoader());
             return true;
@@ -28,7 +30,7 @@ final class FlinkJudge {
         }
     }
 
-    static String flinkVersion() {
+    public static String flinkVersion() {
         try {
             Class<?> v = Class.forName("org.apache.flink.runtime.util.EnvironmentInformation");
             return String.valueOf(v.getMethod("getVersion").invoke(null));
@@ -48,7 +50,7 @@ final class FlinkJudge {
      * relative handles against {@code externalPointer}, which must be an existing checkpoint
      * directory (it is only resolved, no state file is opened); {@code name} names the bytes.
      */
-    static String validate(byte[] metadata, String name, String externalPointer, int expectedOperators)
+    public static String validate(byte[] metadata, String name, String externalPointer, int expectedOperators)
             throws CheckpointSurgeonException {
         ClassLoader cl = FlinkJudge.class.getClassLoader();
         try {
@@ -73,7 +75,7 @@ final class FlinkJudge {
         }
     }
 
-    static String validate(Path metadata, int expectedOperators) throws CheckpointSurgeonException {
+    public static String validate(Path metadata, int expectedOperators) throws CheckpointSurgeonException {
         ClassLoader cl = FlinkJudge.class.getClassLoader();
         try {
             Class<?> checkpoints = Class.forName(CHECKPOINTS, true, cl);

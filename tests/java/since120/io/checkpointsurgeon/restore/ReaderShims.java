@@ -1,0 +1,72 @@
+package io.checkpointsurgeon.restore;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.state.api.OperatorIdentifier;
+import org.apache.flink.state.api.SavepointReader;
+import org.apache.flink.state.api.functions.KeyedStateReaderFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.util.Collector;
+
+import java.io.IOException;
+
+/**
+ * State Processor API calls of {@link StateReads} on Flink 1.20 and 2.x: operators are named by an
+ * {@link OperatorIdentifier} (1.20 still has the uid-string variants, 2.x does not), functions are
+ * opened with an {@link OpenContext} (2.x removed the {@code Configuration} variant).
+ */
+final class ReaderShims {
+    private ReaderShims() {}
+
+    static <T> DataStream<T> readListState(SavepointReader reader, String uid, String name, TypeInformation<T> type)
+            throws IOException {
+        return reader.readListState(OperatorIdentifier.forUid(uid), name, type);
+    }
+
+    static <T> DataStream<T> readUnionState(SavepointReader reader, String uid, String name, TypeInformation<T> type)
+            throws IOException {
+        return reader.readUnionState(OperatorIdentifier.forUid(uid), name, type);
+    }
+
+    static <K, V> DataStream<Tuple2<K, V>> readBroadcastState(SavepointReader reader, String uid, String name,
+                                                             TypeInformation<K> key, TypeInformation<V> value)
+            throws IOException {
+        return reader.readBroadcastState(OperatorIdentifier.forUid(uid), name, key, value);
+    }
+
+    /** {@code keyed:<key>=<value>} for every Long key of a {@code ValueState<String>}. */
+    static DataStream<String> readKeyedValues(SavepointReader reader, String uid, String stateName)
+            throws IOException {
+        return reader.readKeyedState(OperatorIdentifier.forUid(uid), new KeyedValues(stateName));
+    }
+
+    static final class KeyedValues extends KeyedStateReaderFunction<Long, String> {
+        private final String stateName;
+        private transient ValueState<String> state;
+
+        KeyedValues(String stateName) {
+            this.stateName = stateName;
+        }
+
+        /**
+         * Implements the method 1.x declares abstract; 2.x has no such method, so no {@code @Override}.
+         * 1.20 opens the function through {@link #open(OpenContext)} all the same.
+         */
+        public void open(Configuration parameters) {}
+
+        @Override
+        public void open(OpenContext openContext) {
+            state = getRuntimeContext().getState(new ValueStateDescriptor<>(stateName, Types.STRING));
+        }
+
+        @Override
+        public void readKey(Long key, Context ctx, Collector<String> out) throws Exception {
+            out.collect("keyed:" + key + "=" + state.value());
+        }
+    }
+}
