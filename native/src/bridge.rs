@@ -245,6 +245,32 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
+/// `String relocatedPath(String path, String from, String to)`: the path under `to` as
+/// relocate rewrites it, or null when it is not under `from` (the HA pointers use it).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_relocatedPath<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+    from: JString<'l>,
+    to: JString<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let [path, from, to] = [&path, &from, &to].map(|s| string_arg(env, s));
+            let new = surgery::relocate::relocated(
+                &path?.unwrap_or_default(),
+                &from?.unwrap_or_default(),
+                &to?.unwrap_or_default(),
+            );
+            Ok(match new {
+                Some(p) => JString::from_str(env, p)?,
+                None => JString::null(),
+            })
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
 /// `String describe(byte[] metadata)`: the canonical description.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(

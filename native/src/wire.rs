@@ -28,7 +28,7 @@ use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Req
 use bytes::Bytes;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 pub const SOURCE: u32 = u32::from_be_bytes(*b"CSSO");
 pub const REQUEST: u32 = u32::from_be_bytes(*b"CSRQ");
@@ -291,6 +291,7 @@ const REMOVE_STATE: u8 = 1;
 const REMOVE_OPERATOR: u8 = 2;
 const DEDUPE_UNION: u8 = 3;
 const RENAME_OPERATOR: u8 = 4;
+const RELOCATE: u8 = 5;
 
 fn enc_selector(e: &mut Enc, s: &Selector) {
     match s {
@@ -334,6 +335,7 @@ impl Request {
     pub fn encode(&self) -> Vec<u8> {
         let mut e = Enc::new(REQUEST);
         e.bool(self.depth == Depth::MetadataOnly);
+        e.opt_str(self.reference_unchanged.as_deref());
         enc_list(&mut e, &self.operations, |e, op| match op {
             Operation::RemoveState { operators, state } => {
                 e.u8(REMOVE_STATE);
@@ -364,6 +366,12 @@ impl Request {
                 }
                 e.opt_str(name.as_deref());
             }
+            Operation::Relocate { from, to, outside } => {
+                e.u8(RELOCATE);
+                e.str(from);
+                e.str(to);
+                e.bool(*outside);
+            }
         });
         e.finish()
     }
@@ -375,6 +383,7 @@ impl Request {
         } else {
             Depth::Purge
         };
+        let reference_unchanged = d.opt_str()?;
         let operations = d.list(2, |d| {
             Ok(match d.u8()? {
                 REMOVE_STATE => Operation::RemoveState {
@@ -397,7 +406,12 @@ impl Request {
                     },
                     name: d.opt_str()?,
                 },
-                t => return d.tag_err("operation tag 1 to 4", t),
+                RELOCATE => Operation::Relocate {
+                    from: d.str()?,
+                    to: d.str()?,
+                    outside: d.bool()?,
+                },
+                t => return d.tag_err("operation tag 1 to 5", t),
             })
         })?;
         d.end()?;
@@ -406,7 +420,11 @@ impl Request {
                 "no surgery operation was requested".into(),
             ));
         }
-        Ok(Request { operations, depth })
+        Ok(Request {
+            operations,
+            depth,
+            reference_unchanged,
+        })
     }
 }
 
@@ -438,6 +456,8 @@ pub struct PlanSummary {
     pub new_streams: Vec<(String, String, i64)>,
     /// Operators the new `_metadata` has (the read-back check of the commit compares it).
     pub operators: i32,
+    /// Absolute paths a relocation rewrote: (old, new).
+    pub relocated: Vec<(String, String)>,
     pub staged: Option<StagedSummary>,
 }
 
@@ -482,6 +502,7 @@ impl PlanSummary {
                 })
                 .collect(),
             operators: plan.metadata.operators.len() as i32,
+            relocated: plan.relocated.clone(),
             staged: staged.map(|st| StagedSummary {
                 metadata_tmp: st.metadata_tmp.display().to_string(),
                 metadata_bytes: st.metadata_bytes as i64,
@@ -513,6 +534,10 @@ impl PlanSummary {
             e.i64(*n);
         });
         e.i32(self.operators);
+        enc_list(&mut e, &self.relocated, |e, (old, new)| {
+            e.str(old);
+            e.str(new);
+        });
         e.bool(self.staged.is_some());
         if let Some(st) = &self.staged {
             e.str(&st.metadata_tmp);
@@ -545,6 +570,7 @@ impl PlanSummary {
             })?,
             new_streams: d.list(16, |d| Ok((d.str()?, d.str()?, d.i64()?)))?,
             operators: d.i32()?,
+            relocated: d.list(8, |d| Ok((d.str()?, d.str()?)))?,
             staged: if d.bool()? {
                 Some(StagedSummary {
                     metadata_tmp: d.str()?,

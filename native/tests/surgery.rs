@@ -10,7 +10,7 @@ use checkpoint_surgeon::codec::uid::operator_id_for_uid;
 use checkpoint_surgeon::commit;
 use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::report::describe;
-use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Request, Selector};
+use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Operation, Request, Selector};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -373,4 +373,196 @@ fn rename_operator_refuses_an_id_that_exists() {
     // The same operator as target is no conflict.
     let same = Request::rename_operator(Selector::Id(ops[0].id), NewIdentity::Id(ops[0].id), None);
     surgery::plan(&cp, &same, &mut commit::random_file_name).unwrap();
+}
+
+#[test]
+fn renames_in_one_request_may_swap_ids_but_never_leave_two_operators_with_one() {
+    let dir = &fixture_dirs("stale-union")[0];
+    let cp = Checkpoint::open(dir).unwrap();
+    let ops = &cp.metadata.operators;
+    let (a, b) = (ops[0].id, ops[1].id);
+    let rename = |from: [u8; 16], to: [u8; 16]| Operation::RenameOperator {
+        operator: Selector::Id(from),
+        to: NewIdentity::Id(to),
+        name: None,
+    };
+    // a swap: each selector names the operator as it was read
+    let swap = Request::new(vec![rename(a, b), rename(b, a)]);
+    let plan = surgery::plan(&cp, &swap, &mut commit::random_file_name).unwrap();
+    assert_eq!(plan.changes.len(), 2);
+    assert_eq!(plan.metadata.operators[0].id, b);
+    assert_eq!(plan.metadata.operators[0].subtasks, ops[0].subtasks);
+    assert_eq!(plan.metadata.operators[1].id, a);
+    assert_eq!(plan.metadata.operators[1].subtasks, ops[1].subtasks);
+
+    // two operators onto one new id
+    let c = operator_id_for_uid("c");
+    let both = Request::new(vec![rename(a, c), rename(b, c)]);
+    let e = surgery::plan(&cp, &both, &mut commit::random_file_name).unwrap_err();
+    assert!(e.to_string().contains("renamed to it too"), "{e}");
+    // one operator renamed twice
+    let twice = Request::new(vec![rename(a, c), rename(a, b)]);
+    let e = surgery::plan(&cp, &twice, &mut commit::random_file_name).unwrap_err();
+    assert!(e.to_string().contains("renamed twice"), "{e}");
+    // onto an id that another operator keeps
+    let onto = Request::new(vec![rename(a, b)]);
+    let e = surgery::plan(&cp, &onto, &mut commit::random_file_name).unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
+}
+
+/// The absolute paths of a model: file and segment paths, and file-merging directories.
+fn absolute_paths(md: &checkpoint_surgeon::codec::metadata::CheckpointMetadata) -> Vec<String> {
+    use checkpoint_surgeon::codec::handles::StreamHandle;
+    let mut paths = Vec::new();
+    md.visit_stream_handles(&mut |h| {
+        if let StreamHandle::File { path, .. } | StreamHandle::Segment { path, .. } = h {
+            paths.push(path.to_string());
+        }
+    });
+    for at in md.operator_handles() {
+        if let Some(d) = &at.handle.file_merging {
+            paths.push(d.task_owned_dir.to_string());
+            paths.push(d.shared_dir.to_string());
+        }
+    }
+    paths
+}
+
+#[test]
+fn relocate_moves_every_absolute_path_and_nothing_else() {
+    // incremental RocksDB (shared and private files), file merging (segments, their dirs) and a
+    // native savepoint: every absolute path they hold starts with the generator's directory
+    let mut relocated = 0;
+    for name in [
+        "keyed-rocksdb-incremental",
+        "file-merging",
+        "savepoint-native",
+    ] {
+        for dir in fixture_dirs(name) {
+            let cp = Checkpoint::open(&dir).unwrap();
+            let paths = absolute_paths(&cp.metadata);
+            if paths.is_empty() {
+                continue; // a savepoint whose handles are all relative
+            }
+            // the prefix up to the job id's parent: "<...>/checkpoints" of the generator run
+            let first = &paths[0];
+            let from = first[..first
+                .find("/checkpoints/")
+                .map(|i| i + 12)
+                .unwrap_or(first.rfind('/').unwrap())]
+                .to_string();
+            let req = Request::relocate(&from, "s3://new-bucket/moved");
+            let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap();
+            let moved: Vec<&String> = paths.iter().filter(|p| p.starts_with(&from)).collect();
+            assert_eq!(plan.relocated.len(), moved.len(), "{}", dir.display());
+            let after = absolute_paths(&plan.metadata);
+            for (old, new) in paths.iter().zip(&after) {
+                if old.starts_with(&from) {
+                    assert_eq!(new, &format!("s3://new-bucket/moved{}", &old[from.len()..]));
+                } else {
+                    assert_eq!(new, old);
+                }
+            }
+            assert!(plan.new_streams.is_empty(), "no stream is rewritten");
+            assert_eq!(plan.changes.len(), 1);
+            assert_eq!(plan.changes[0].action, "relocate");
+            // relocating back gives the very bytes Flink wrote
+            let back = Checkpoint::from_bytes(
+                "relocated",
+                Some(&dir),
+                Bytes::from(plan.metadata.to_vec()),
+            )
+            .unwrap();
+            let plan2 = surgery::plan(
+                &back,
+                &Request::relocate("s3://new-bucket/moved", &from),
+                &mut commit::random_file_name,
+            )
+            .unwrap();
+            assert_eq!(
+                plan2.metadata.to_vec(),
+                cp.bytes.to_vec(),
+                "{}",
+                dir.display()
+            );
+            relocated += 1;
+        }
+    }
+    // incremental RocksDB and file merging in each of the three versions that has it
+    assert!(relocated >= 5, "{relocated} fixtures relocated");
+}
+
+#[test]
+fn relocate_says_where_the_paths_are_when_none_is_under_the_prefix_and_what_needs_nothing() {
+    let dir = &fixture_dirs("keyed-rocksdb-incremental")[0];
+    let cp = Checkpoint::open(dir).unwrap();
+    let e = surgery::plan(
+        &cp,
+        &Request::relocate("/nowhere", "/x"),
+        &mut commit::random_file_name,
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), checkpoint_surgeon::Code::NothingSelected, "{e}");
+    assert!(e.to_string().contains("elsewhere, e.g."), "{e}");
+    // a checkpoint with relative handles only needs nothing, and the plan says so
+    let dir = &fixture_dirs("operator-state-files")[0];
+    let cp = Checkpoint::open(dir).unwrap();
+    let req = Request::relocate("/nowhere", "/x");
+    let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap();
+    assert!(plan.relocated.is_empty());
+    assert!(plan.metadata == cp.metadata);
+    let detail = &plan.changes[0].detail;
+    assert!(
+        detail.contains("relative file handles move with the"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn reference_unchanged_points_at_the_source_and_places_nothing() {
+    use checkpoint_surgeon::codec::handles::StreamHandle;
+    // keyed-hashmap: operator state and keyed state in files; the keyed files stay unchanged
+    for dir in fixture_dirs("keyed-hashmap") {
+        let base = format!("file:{}", dir.display());
+        let req =
+            Request::remove_state(Selector::All, "union-list").with_reference_unchanged(&base);
+        let out = temp_dir("reference");
+        let (before, after, plan) = run(&dir, req, &out);
+        let written: Vec<&str> = plan
+            .new_streams
+            .iter()
+            .filter_map(|s| s.file_name.as_deref())
+            .collect();
+        let (mut relative, mut referenced) = (0, 0);
+        after.metadata.visit_stream_handles(&mut |h| match h {
+            StreamHandle::RelativeFile { path, .. } => {
+                relative += 1;
+                assert!(
+                    written.contains(&path.to_string().as_str()),
+                    "{path} is not a new file"
+                );
+            }
+            StreamHandle::File { path, .. } if path.to_string().starts_with(&base) => {
+                referenced += 1
+            }
+            _ => {}
+        });
+        let mut unchanged_before = 0;
+        before.metadata.visit_stream_handles(&mut |h| {
+            if matches!(h, StreamHandle::RelativeFile { .. }) {
+                unchanged_before += 1;
+            }
+        });
+        assert!(referenced > 0, "{}", dir.display());
+        assert_eq!(relative + referenced, unchanged_before, "{}", dir.display());
+        assert!(plan
+            .changes
+            .iter()
+            .any(|c| c.action == "reference-unchanged"
+                && c.detail.contains("depends on that directory")));
+        // the output holds only the new files and _metadata
+        let files = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(files, written.len() + 1, "{}", out.display());
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }

@@ -47,10 +47,19 @@ fn requests_round_trip_with_any_name() {
         to: NewIdentity::Id([9; 16]),
         name: None,
     });
-    for depth in [Depth::Purge, Depth::MetadataOnly] {
+    ops.push(Operation::Relocate {
+        from: "s3://old\tbucket/chk".into(),
+        to: "file:/new/😀".into(),
+        outside: true,
+    });
+    for (depth, reference_unchanged) in [
+        (Depth::Purge, None),
+        (Depth::MetadataOnly, Some("s3://old/chk-1\n".to_string())),
+    ] {
         let req = Request {
             operations: ops.clone(),
             depth,
+            reference_unchanged,
         };
         let bytes = req.encode();
         assert_eq!(Request::decode(Bytes::from(bytes.clone())).unwrap(), req);
@@ -96,11 +105,12 @@ fn reports_plans_and_file_lists_of_every_fixture_round_trip() {
             let list = files::state_files(&cp.metadata);
             let bytes = wire::encode_state_files(&list);
             assert_eq!(wire::decode_state_files(Bytes::from(bytes)).unwrap(), list);
-            let Ok(plan) = surgery::plan(
-                &cp,
-                &Request::remove_state(Selector::All, "topic-partition-offset-states"),
-                &mut commit::random_file_name,
-            ) else {
+            // a removal, or else (no such state) a relocation of the checkpoint's own paths
+            let removal = Request::remove_state(Selector::All, "topic-partition-offset-states");
+            let relocation = Request::relocate(&dir.display().to_string(), "/elsewhere");
+            let Ok(plan) = surgery::plan(&cp, &removal, &mut commit::random_file_name)
+                .or_else(|_| surgery::plan(&cp, &relocation, &mut commit::random_file_name))
+            else {
                 continue;
             };
             let out = temp_dir("wire");
@@ -119,12 +129,12 @@ fn reports_plans_and_file_lists_of_every_fixture_round_trip() {
 fn other_versions_and_malformed_payloads_are_refused_with_code_wire() {
     let good = Request::remove_state(Selector::All, "x").encode();
     let mut newer = good.clone();
-    newer[5] = 2; // the version's low byte
+    newer[5] = 3; // the version's low byte
     let mut bad_tag = good.clone();
-    let last_op = 4 + 2 + 1 + 4; // magic, version, depth, count
+    let last_op = 4 + 2 + 1 + 1 + 4; // magic, version, depth, reference (absent), count
     bad_tag[last_op] = 99;
     for (bytes, says) in [
-        (newer, "wire version 1, found 2"),
+        (newer, "wire version 2, found 3"),
         (bad_tag, "operation tag"),
         (good[..good.len() - 1].to_vec(), "fits the payload"),
         ([good.clone(), vec![0]].concat(), "the end"),

@@ -1,11 +1,12 @@
 //! Surgery on any accepted `_metadata` (inline streams only): planning a removal, a metadata-only
-//! removal or a de-duplication of each state never panics, and every planned model writes out
-//! and parses back to itself.
+//! removal or a de-duplication of each state (whatever its name: tabs, newlines and all), and the
+//! removal or renaming of each operator, never panics, and every planned model writes out and
+//! parses back to itself.
 #![no_main]
 use bytes::Bytes;
 use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::codec::metadata;
-use checkpoint_surgeon::surgery::{self, Depth, Request, Selector};
+use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Request, Selector};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -21,22 +22,29 @@ fuzz_target!(|data: &[u8]| {
             {
                 for s in &h.states {
                     let n = s.name.to_string();
-                    if !n.contains(['\t', '\n', '\r'])
-                        && !n.trim().is_empty()
-                        && !names.contains(&n)
-                    {
+                    if !names.contains(&n) {
                         names.push(n);
                     }
                 }
             }
         }
     }
+    let mut requests = Vec::new();
     for name in names.iter().take(3) {
-        for req in [
-            Request::remove_state(Selector::All, name),
-            Request::remove_state(Selector::All, name).with_depth(Depth::MetadataOnly),
-            Request::dedupe_union(Selector::All, name),
-        ] {
+        requests.push(Request::remove_state(Selector::All, name));
+        requests.push(Request::remove_state(Selector::All, name).with_depth(Depth::MetadataOnly));
+        requests.push(Request::dedupe_union(Selector::All, name));
+    }
+    for op in cp.metadata.operators.iter().take(2) {
+        requests.push(Request::remove_operator(Selector::Id(op.id)));
+        requests.push(Request::rename_operator(
+            Selector::Id(op.id),
+            NewIdentity::Uid("renamed\tuid ü".into()),
+            None,
+        ));
+    }
+    {
+        for req in requests {
             if let Ok(plan) = surgery::plan(&cp, &req, &mut || "new-file".to_string()) {
                 let bytes = plan.metadata.to_vec();
                 let again =

@@ -11,6 +11,72 @@ use std::io::Write;
 pub const MAGIC: i32 = 0x4960_672D;
 const MASTER_STATE_MAGIC: i32 = 0xC96B_1696_u32 as i32;
 
+/// The one walk over every stream handle of a model, for `&` and `&mut` alike: operator state
+/// delegates, coordinator state, keyed state (key groups, incremental meta, shared and private
+/// files, changelog handles, recursively) and channel state.
+macro_rules! visit_stream_handles {
+    ($md:expr, $f:expr, $handles:ident, $($m:ident)?) => {{
+        fn stream(h: &$($m)? Option<StreamHandle>, f: &mut dyn FnMut(&$($m)? StreamHandle)) {
+            if let Some(h) = h {
+                f(h);
+                if let StreamHandle::KeyGroups(k) = h {
+                    stream(&$($m)? k.delegate, f);
+                }
+            }
+        }
+        fn keyed(h: &$($m)? Option<KeyedHandle>, f: &mut dyn FnMut(&$($m)? StreamHandle)) {
+            match h {
+                None | Some(KeyedHandle::ChangelogInMemory { .. }) => {}
+                Some(KeyedHandle::KeyGroups { handle, .. }) => stream(&$($m)? handle.delegate, f),
+                Some(KeyedHandle::Incremental { meta, shared, private, .. }) => {
+                    stream(meta, f);
+                    for (_, h) in shared {
+                        stream(h, f);
+                    }
+                    for (_, h) in private {
+                        stream(h, f);
+                    }
+                }
+                Some(KeyedHandle::Changelog { materialized, non_materialized, .. }) => {
+                    for h in materialized {
+                        keyed(h, f);
+                    }
+                    for h in non_materialized {
+                        keyed(h, f);
+                    }
+                }
+                Some(KeyedHandle::ChangelogFile { handles, .. }) => {
+                    for (_, h) in handles {
+                        stream(h, f);
+                    }
+                }
+            }
+        }
+        let md = $md;
+        let f = $f;
+        for h in md.$handles() {
+            stream(&$($m)? h.handle.delegate, f);
+        }
+        for op in &$($m)? md.operators {
+            stream(&$($m)? op.coordinator, f);
+            if let Subtasks::List(list) = &$($m)? op.subtasks {
+                for entry in list {
+                    if let SubtaskEntry::State(_, st) = entry {
+                        keyed(&$($m)? st.managed_keyed, f);
+                        keyed(&$($m)? st.raw_keyed, f);
+                        for c in &$($m)? st.input_channels {
+                            stream(&$($m)? c.delegate, f);
+                        }
+                        for c in &$($m)? st.output_channels {
+                            stream(&$($m)? c.delegate, f);
+                        }
+                    }
+                }
+            }
+        }
+    }};
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckpointMetadata {
     pub version: i32,
@@ -593,58 +659,11 @@ impl CheckpointMetadata {
 
     /// Calls `f` for every stream handle the checkpoint references, nested ones included.
     pub fn visit_stream_handles(&self, f: &mut dyn FnMut(&StreamHandle)) {
-        fn stream(h: &Option<StreamHandle>, f: &mut dyn FnMut(&StreamHandle)) {
-            if let Some(h) = h {
-                f(h);
-                if let StreamHandle::KeyGroups(k) = h {
-                    stream(&k.delegate, f);
-                }
-            }
-        }
-        fn keyed(h: &Option<KeyedHandle>, f: &mut dyn FnMut(&StreamHandle)) {
-            match h {
-                None => {}
-                Some(KeyedHandle::KeyGroups { handle, .. }) => stream(&handle.delegate, f),
-                Some(KeyedHandle::Incremental {
-                    meta,
-                    shared,
-                    private,
-                    ..
-                }) => {
-                    stream(meta, f);
-                    for (_, h) in shared.iter().chain(private) {
-                        stream(h, f);
-                    }
-                }
-                Some(KeyedHandle::Changelog {
-                    materialized,
-                    non_materialized,
-                    ..
-                }) => {
-                    for h in materialized.iter().chain(non_materialized) {
-                        keyed(h, f);
-                    }
-                }
-                Some(KeyedHandle::ChangelogInMemory { .. }) => {}
-                Some(KeyedHandle::ChangelogFile { handles, .. }) => {
-                    for (_, h) in handles {
-                        stream(h, f);
-                    }
-                }
-            }
-        }
-        for h in self.operator_handles() {
-            stream(&h.handle.delegate, f);
-        }
-        for op in &self.operators {
-            stream(&op.coordinator, f);
-            for (_, st) in op.subtask_states() {
-                keyed(&st.managed_keyed, f);
-                keyed(&st.raw_keyed, f);
-                for c in st.input_channels.iter().chain(&st.output_channels) {
-                    stream(&c.delegate, f);
-                }
-            }
-        }
+        visit_stream_handles!(self, f, operator_handles,);
+    }
+
+    /// [`Self::visit_stream_handles`], mutable (relocation rewrites the paths in place).
+    pub fn visit_stream_handles_mut(&mut self, f: &mut dyn FnMut(&mut StreamHandle)) {
+        visit_stream_handles!(self, f, operator_handles_mut, mut);
     }
 }

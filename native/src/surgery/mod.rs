@@ -3,11 +3,12 @@
 //! lists of slices of the old ones, so nothing large is copied until `commit::stage` writes them.
 //!
 //! One module per operation family: [`remove`] (remove-state, remove-operator, dedupe-union),
-//! [`rename`] (rename-operator); [`cut`] cuts bytes out of operator-state streams. Keyed,
+//! [`rename`] (rename-operator), [`relocate`] (absolute paths); [`cut`] cuts bytes out of operator-state streams. Keyed,
 //! channel, coordinator and master state are never rewritten: their bytes pass through.
 //! Nothing here touches a file or the JVM: streams are read through [`StreamSource`].
 
 pub mod cut;
+pub mod relocate;
 pub mod remove;
 pub mod rename;
 
@@ -104,6 +105,14 @@ pub enum Operation {
         to: NewIdentity,
         name: Option<String>,
     },
+    /// Moves every absolute path under one prefix under another. `outside`: the caller moved a
+    /// path of the checkpoint kept outside `_metadata` (an HA file's checkpoint pointer), so no
+    /// path inside needs to match.
+    Relocate {
+        from: String,
+        to: String,
+        outside: bool,
+    },
 }
 
 impl Operation {
@@ -117,6 +126,7 @@ impl Operation {
                 format!("union state '{state}' of {}", operators.describe())
             }
             Operation::RenameOperator { operator, .. } => operator.describe(),
+            Operation::Relocate { from, .. } => format!("relocate from '{from}'"),
         }
     }
 }
@@ -135,6 +145,9 @@ pub enum Depth {
 pub struct Request {
     pub operations: Vec<Operation>,
     pub depth: Depth,
+    /// `--reference-unchanged`: the source checkpoint's directory (a URI or absolute path);
+    /// unchanged relative files are then referenced there instead of placed into the output.
+    pub reference_unchanged: Option<String>,
 }
 
 impl Request {
@@ -143,6 +156,7 @@ impl Request {
         Request {
             operations,
             depth: Depth::Purge,
+            reference_unchanged: None,
         }
     }
 
@@ -174,6 +188,21 @@ impl Request {
             to,
             name: name.map(String::from),
         }])
+    }
+
+    /// Move every absolute path under `from` under `to`.
+    pub fn relocate(from: &str, to: &str) -> Request {
+        Request::new(vec![Operation::Relocate {
+            from: from.to_string(),
+            to: to.to_string(),
+            outside: false,
+        }])
+    }
+
+    /// Reference the unchanged relative files in `source_dir` instead of placing them.
+    pub fn with_reference_unchanged(mut self, source_dir: &str) -> Request {
+        self.reference_unchanged = Some(source_dir.to_string());
+        self
     }
 
     pub fn with_depth(mut self, depth: Depth) -> Request {
@@ -225,11 +254,14 @@ pub struct NewStream {
     pub len: u64,
 }
 
+#[derive(Debug)]
 pub struct Plan {
     pub changes: Vec<Change>,
     pub metadata: CheckpointMetadata,
     pub new_streams: Vec<NewStream>,
     pub depth: Depth,
+    /// Every absolute path relocation rewrote: (old, new).
+    pub relocated: Vec<(String, String)>,
 }
 
 /// Computes the surgery. Fails if an operation selects nothing, so that a typo never passes
@@ -242,6 +274,9 @@ pub fn plan(
     let mut removals = remove::Removals::default();
     let mut md = cp.metadata().clone();
     let mut changes = Vec::new();
+    let mut renamed = Vec::new();
+    let mut relocated = Vec::new();
+    let mut nothing = String::new();
     for op in &req.operations {
         let hit = match op {
             Operation::RemoveOperator { operators } => {
@@ -254,22 +289,46 @@ pub fn plan(
                 removals.select_states(cp, &md, operators, state, true)?
             }
             Operation::RenameOperator { operator, to, name } => {
-                rename::rename(&mut md, operator, to, name.as_deref(), &mut changes)?
+                let original = cp.metadata();
+                let name = name.as_deref();
+                rename::rename(
+                    original,
+                    &mut md,
+                    &mut renamed,
+                    operator,
+                    to,
+                    name,
+                    &mut changes,
+                )?
+            }
+            Operation::Relocate { from, to, outside } => {
+                let (moved, changes) = (&mut relocated, &mut changes);
+                relocate::relocate(&mut md, from, to, moved, changes, &mut nothing)? || *outside
             }
         };
         if !hit {
-            return Err(Error::NothingSelected(format!(
-                "{} selects nothing in this checkpoint",
-                op.describe()
-            )));
+            return Err(Error::NothingSelected(if nothing.is_empty() {
+                format!("{} selects nothing in this checkpoint", op.describe())
+            } else {
+                nothing
+            }));
         }
     }
+    rename::check_unique(&md, &renamed)?;
     let new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
+    if let Some(base) = &req.reference_unchanged {
+        let new_files: Vec<&str> = new_streams
+            .iter()
+            .filter_map(|s| s.file_name.as_deref())
+            .collect();
+        relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
+    }
     Ok(Plan {
         changes,
         metadata: md,
         new_streams,
         depth: req.depth,
+        relocated,
     })
 }
 

@@ -88,7 +88,8 @@ public final class CheckpointSurgeon {
     public static SurgeryPlan plan(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return Native.plan(Wire.source(checkpoint), surgery, null, null).plan;
+        return Native.plan(Wire.source(checkpoint), Commit.LocalCheckpoint.referencing(checkpoint, surgery), null,
+                null).plan;
     }
 
     /**
@@ -148,6 +149,29 @@ public final class CheckpointSurgeon {
     }
 
     /** Whether a path is handled through Flink's file systems (a scheme other than {@code file:}). */
+    /**
+     * The paths among {@code paths} that do not exist: Flink paths are asked through Flink's
+     * FileSystem (Flink on the class path), local paths and {@code file:} URIs on the local disk.
+     * For {@code relocate --check}.
+     */
+    public static List<String> missingFiles(java.util.Collection<String> paths) throws CheckpointSurgeonException {
+        List<String> missing = new java.util.ArrayList<>();
+        for (String p : paths) {
+            boolean there;
+            if (isFlinkPath(p)) {
+                try {
+                    there = FlinkFileSystems.exists(p);
+                } catch (java.io.IOException e) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, p + ": " + e, e);
+                }
+            } else {
+                there = java.nio.file.Files.exists(localPath(p));
+            }
+            if (!there) missing.add(p);
+        }
+        return missing;
+    }
+
     public static boolean isFlinkPath(String path) {
         return FlinkFileSystems.isRemote(Objects.requireNonNull(path, "path"));
     }
@@ -367,7 +391,8 @@ public final class CheckpointSurgeon {
     /** The plan of a surgery on an HA file; writes nothing. */
     public static SurgeryPlan planHa(Path haFile, Surgery surgery) throws CheckpointSurgeonException {
         HaCheckpoint ha = HaCheckpoint.read(haFile);
-        return Native.plan(Native.source(ha.metadataBytes(), haFile.toString(), ha.checkpointDir()), surgery, null,
+        Surgery s = HaFileRepair.relocatePointers(ha, surgery);
+        return Native.plan(Native.source(ha.metadataBytes(), haFile.toString(), ha.checkpointDir()), s, null,
                 null).plan;
     }
 

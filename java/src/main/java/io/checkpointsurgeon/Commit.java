@@ -371,6 +371,22 @@ final class Commit {
         private final List<String> linked = new ArrayList<>();
         private final List<String> copied = new ArrayList<>();
 
+        /**
+         * The surgery with its unchanged files referenced in the checkpoint's directory (as the
+         * {@code file:} URI Flink writes) when it asks for that.
+         */
+        static Surgery referencing(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
+            if (!surgery.referencesUnchanged()) return surgery;
+            Path abs = checkpoint.toAbsolutePath().normalize();
+            Path dir = Files.isDirectory(abs) ? abs : abs.getParent();
+            try {
+                dir = dir.toRealPath();
+            } catch (IOException e) {
+                throw io(dir.toString(), e);
+            }
+            return surgery.referencing("file:" + dir);
+        }
+
         /** {@code output} null: in place. */
         LocalCheckpoint(Path checkpoint, Surgery surgery, Path output) {
             this.checkpoint = checkpoint.toAbsolutePath().normalize();
@@ -480,7 +496,11 @@ final class Commit {
             } catch (IOException e) {
                 throw io(metadata.toString(), e);
             }
-            staged = Native.plan(Wire.source(metadata), surgery, target, null);
+            if (surgery.referencesUnchanged() && output == null) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
+                        + " goes with --output: in place, the unchanged state files are already where they are");
+            }
+            staged = Native.plan(Wire.source(metadata), referencing(dir, surgery), target, null);
             for (String w : staged.written) undo.deleteLater(Path.of(w));
             undo.deleteLater(Path.of(staged.metadataTmp));
             return true;

@@ -49,8 +49,9 @@ final class HaFileRepair implements Commit.Unit {
             throw Commit.io(file.toString(), e);
         }
         ha = HaCheckpoint.read(file);
+        Surgery s = relocatePointers(ha, surgery);
         try {
-            staged = Commit.stageBytes(ha.metadataBytes(), file.toString(), ha.checkpointDir(), surgery, undo);
+            staged = Commit.stageBytes(ha.metadataBytes(), file.toString(), ha.checkpointDir(), s, undo);
         } catch (CheckpointSurgeonException e) {
             if (skipUnchanged && e.code() == CheckpointSurgeonException.Code.NOTHING_SELECTED) return false;
             throw e;
@@ -67,6 +68,18 @@ final class HaFileRepair implements Commit.Unit {
                 if (!(e.getCause() instanceof java.nio.file.FileAlreadyExistsException) || n > 16) throw e;
             }
         }
+    }
+
+    /**
+     * A relocation moves the HA file's pointers to the checkpoint first, so that its directory is
+     * the new one; the surgery to run on its state then (which may find no path to move inside).
+     */
+    static Surgery relocatePointers(HaCheckpoint ha, Surgery surgery) throws CheckpointSurgeonException {
+        Surgery s = surgery;
+        for (String[] r : surgery.relocations()) {
+            if (ha.relocatePointers(p -> Native.relocatedPath(p, r[0], r[1])) > 0) s = surgery.withOutsideRelocated();
+        }
+        return s;
     }
 
     @Override

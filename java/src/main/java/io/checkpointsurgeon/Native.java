@@ -35,6 +35,12 @@ final class Native {
         return Wire.source(metadata, name, dir == null ? null : dir.toAbsolutePath().toString(), Map.of());
     }
 
+    /** {@code path} with {@code from} replaced by {@code to}, by relocate's rule; null when it is not under {@code from}. */
+    static String relocatedPath(String path, String from, String to) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.relocatedPath(path, from, to);
+    }
+
     static String describe(byte[] metadata) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return NativeBridge.describe(metadata);

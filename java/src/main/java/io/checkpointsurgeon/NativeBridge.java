@@ -44,6 +44,9 @@ final class NativeBridge {
 
     static native String describe(byte[] metadata) throws CheckpointSurgeonException;
 
+    /** The path as relocate rewrites it from {@code from} to {@code to}; null when it is not under {@code from}. */
+    static native String relocatedPath(String path, String from, String to) throws CheckpointSurgeonException;
+
     static native byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException;
 
     /** Decodes any wire payload and encodes it again (tests of the wire). */

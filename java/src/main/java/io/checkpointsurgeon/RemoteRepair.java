@@ -44,8 +44,37 @@ final class RemoteRepair {
 
     static SurgeryPlan plan(String path, Surgery surgery) throws CheckpointSurgeonException {
         try (RemoteCheckpoint rc = stage(path)) {
-            return Native.plan(source(rc), surgery, null, null).plan;
+            return Native.plan(source(rc), surgery.referencesUnchanged() ? surgery.referencing(rc.dir) : surgery,
+                    null, null).plan;
         }
+    }
+
+    /**
+     * Above this many bytes of relative state files, a repair into a new directory on a Flink file
+     * system references them where they are instead of copying them, unless the surgery asks for
+     * copies ({@link Surgery#copyUnchangedFiles()}); {@code -Dcheckpointsurgeon.referenceThreshold}
+     * (bytes) overrides it.
+     */
+    static final long REFERENCE_THRESHOLD = Long.getLong("checkpointsurgeon.referenceThreshold", 1L << 30);
+
+    /** The surgery as a repair of {@code rc} into a new output applies it: referencing, or not. */
+    static Surgery forOutput(RemoteCheckpoint rc, Surgery surgery) throws CheckpointSurgeonException {
+        if (surgery.referencesUnchanged()) return surgery.referencing(rc.dir);
+        if (surgery.copyUnchanged()) return surgery;
+        long total = 0;
+        for (io.checkpointsurgeon.flink.StateFile f : Native.stateFiles(source(rc))) {
+            if (!f.kind().equals("relative")) continue;
+            try {
+                total += FlinkFileSystems.length(rc.dir + "/" + f.path());
+            } catch (IOException e) {
+                throw RemoteCheckpoint.io(rc.dir + "/" + f.path(), e);
+            }
+        }
+        if (total <= REFERENCE_THRESHOLD) return surgery;
+        System.err.printf(Locale.ROOT, "the relative state files of %s hold %s (more than %s): the new _metadata"
+                + " references the unchanged ones there instead of copying them (--copy-unchanged copies them)%n",
+                rc.dir, InspectReport.formatBytes(total), InspectReport.formatBytes(REFERENCE_THRESHOLD));
+        return surgery.referencing(rc.dir);
     }
 
     /** Applies a surgery to a remote checkpoint through {@link Commit}. {@code outputDir} null means in place. */
@@ -122,7 +151,11 @@ final class RemoteRepair {
             try {
                 liveLength = FlinkFileSystems.length(rc.metadataPath);
                 Path streamDir = Files.createDirectory(rc.mirrorRoot.resolve("new"));
-                staged = Native.plan(source(rc), surgery, streamDir, target);
+                if (surgery.referencesUnchanged() && inPlace) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
+                            + " goes with --output: in place, the unchanged state files are already where they are");
+                }
+                staged = Native.plan(source(rc), inPlace ? surgery : forOutput(rc, surgery), streamDir, target);
                 newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
             } catch (IOException e) {
                 throw RemoteCheckpoint.io(path, e);

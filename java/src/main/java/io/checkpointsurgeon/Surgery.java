@@ -82,7 +82,7 @@ public final class Surgery {
     static final class Operation {
         /** The operation and its tag on the wire. */
         enum Kind {
-            REMOVE_STATE(1), REMOVE_OPERATOR(2), DEDUPE_UNION(3), RENAME_OPERATOR(4);
+            REMOVE_STATE(1), REMOVE_OPERATOR(2), DEDUPE_UNION(3), RENAME_OPERATOR(4), RELOCATE(5);
 
             final int tag;
 
@@ -97,6 +97,10 @@ public final class Surgery {
         final String state;
         /** rename-operator: the new uid, or else the new operator id; and the new name (or null). */
         final String toUid, toOperatorId, toName;
+        /** relocate: the old and the new path prefix. */
+        final String from, to;
+        /** relocate: a path outside {@code _metadata} (an HA file's pointer) was moved, so none inside must match. */
+        final boolean outside;
 
         private Operation(Kind kind, OperatorSelector operators, String state, String toUid, String toOperatorId,
                 String toName) {
@@ -106,12 +110,30 @@ public final class Surgery {
             this.toUid = toUid;
             this.toOperatorId = toOperatorId;
             this.toName = toName;
+            this.from = null;
+            this.to = null;
+            this.outside = false;
+        }
+
+        private Operation(String from, String to, boolean outside) {
+            this.kind = Kind.RELOCATE;
+            this.operators = OperatorSelector.all();
+            this.state = null;
+            this.toUid = null;
+            this.toOperatorId = null;
+            this.toName = null;
+            this.from = from;
+            this.to = to;
+            this.outside = outside;
         }
     }
 
     private final List<Operation> operations = new ArrayList<>();
     private boolean metadataOnly;
     private boolean copyUnchangedFiles;
+    private boolean referenceUnchangedFiles;
+    /** The source directory the unchanged files are referenced in; set by the apply route. */
+    private String referencedSource;
 
     private Surgery() {}
 
@@ -179,6 +201,61 @@ public final class Surgery {
     }
 
     /**
+     * Relocation: every absolute path of the checkpoint under {@code fromPrefix} (file handles,
+     * incremental RocksDB shared and private files, changelog files, file-merging segments and
+     * directories) moves under {@code toPrefix}, for a checkpoint that was copied or moved. A local
+     * prefix without a scheme also matches Flink's {@code file:} URIs. Relative handles need
+     * nothing.
+     */
+    public static Surgery relocate(String fromPrefix, String toPrefix) {
+        return new Surgery().andRelocate(fromPrefix, toPrefix);
+    }
+
+    public Surgery andRelocate(String fromPrefix, String toPrefix) {
+        Objects.requireNonNull(fromPrefix, "fromPrefix");
+        Objects.requireNonNull(toPrefix, "toPrefix");
+        operations.add(new Operation(fromPrefix, toPrefix, false));
+        return this;
+    }
+
+    /**
+     * For a new output directory: the unchanged relative state files are not linked or copied
+     * into it; the new {@code _metadata} references them where they are (absolute file handles),
+     * so only rewritten bytes move. The new checkpoint then depends on the old directory.
+     */
+    public Surgery referenceUnchangedFiles() {
+        referenceUnchangedFiles = true;
+        return this;
+    }
+
+    boolean referencesUnchanged() {
+        return referenceUnchangedFiles;
+    }
+
+    /** This surgery, its relocations marked as having moved a path outside {@code _metadata} (HA pointers). */
+    Surgery withOutsideRelocated() {
+        Surgery s = referencing(referencedSource);
+        s.referenceUnchangedFiles = referenceUnchangedFiles;
+        s.operations.replaceAll(op -> op.kind == Operation.Kind.RELOCATE ? new Operation(op.from, op.to, true) : op);
+        return s;
+    }
+
+    /** This surgery with the unchanged files referenced in {@code sourceDir} (a Flink path or {@code file:} URI). */
+    Surgery referencing(String sourceDir) {
+        Surgery s = new Surgery();
+        s.operations.addAll(operations);
+        s.metadataOnly = metadataOnly;
+        s.copyUnchangedFiles = copyUnchangedFiles;
+        s.referenceUnchangedFiles = sourceDir != null;
+        s.referencedSource = sourceDir;
+        return s;
+    }
+
+    String referencedSource() {
+        return referencedSource;
+    }
+
+    /**
      * Drop removed states from the handle maps only; the streams keep them in their headers, so
      * Flink re-registers them empty and still needs their serializer classes.
      */
@@ -199,6 +276,15 @@ public final class Surgery {
 
     boolean isMetadataOnly() {
         return metadataOnly;
+    }
+
+    /** The relocations of this surgery, in order: {from, to} each. */
+    List<String[]> relocations() {
+        List<String[]> r = new ArrayList<>();
+        for (Operation op : operations) {
+            if (op.kind == Operation.Kind.RELOCATE) r.add(new String[] {op.from, op.to});
+        }
+        return r;
     }
 
     List<Operation> operations() {

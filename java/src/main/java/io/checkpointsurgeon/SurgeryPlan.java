@@ -20,8 +20,14 @@ public final class SurgeryPlan {
     private final List<Change> changes;
     private final List<NewStream> newStreams;
     private final Result result;
+    private final List<Relocation> relocated;
 
     public SurgeryPlan(String source, String depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result) {
+        this(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result, List.of());
+    }
+
+    public SurgeryPlan(String source, String depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result, List<Relocation> relocated) {
+        this.relocated = relocated;
         this.source = source;
         this.depth = depth;
         this.metadataBytesBefore = metadataBytesBefore;
@@ -57,6 +63,46 @@ public final class SurgeryPlan {
 
     public Result result() {
         return result;
+    }
+
+    /** Every absolute path a relocation rewrote, old and new (empty for other surgeries). */
+    public List<Relocation> relocated() {
+        return relocated;
+    }
+
+    /** One absolute path a relocation rewrote. */
+    public static final class Relocation {
+        private final String oldPath;
+        private final String newPath;
+
+        public Relocation(String oldPath, String newPath) {
+            this.oldPath = oldPath;
+            this.newPath = newPath;
+        }
+
+        public String oldPath() {
+            return oldPath;
+        }
+
+        public String newPath() {
+            return newPath;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Relocation && oldPath.equals(((Relocation) o).oldPath)
+                    && newPath.equals(((Relocation) o).newPath);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(oldPath, newPath);
+        }
+
+        @Override
+        public String toString() {
+            return oldPath + " -> " + newPath;
+        }
     }
 
     @Override
@@ -286,7 +332,7 @@ public final class SurgeryPlan {
     }
 
     SurgeryPlan withResult(Result r) {
-        return new SurgeryPlan(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, r);
+        return new SurgeryPlan(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, r, relocated);
     }
 
     /**

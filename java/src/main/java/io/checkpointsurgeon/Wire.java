@@ -17,7 +17,7 @@ import java.util.Map;
  * byte and the value, a list is a u32 count and its items. Not API.
  */
 final class Wire {
-    static final short VERSION = 1;
+    static final short VERSION = 2;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
             REPORT = magic("CSRE"), STATE_FILES = magic("CSSF");
 
@@ -59,10 +59,17 @@ final class Wire {
     static byte[] request(Surgery surgery) {
         Writer w = new Writer(REQUEST);
         w.bool(surgery.isMetadataOnly());
+        w.optStr(surgery.referencedSource());
         List<Surgery.Operation> ops = surgery.operations();
         w.u32(ops.size());
         for (Surgery.Operation op : ops) {
             w.u8(op.kind.tag);
+            if (op.kind == Surgery.Operation.Kind.RELOCATE) {
+                w.str(op.from);
+                w.str(op.to);
+                w.bool(op.outside);
+                continue;
+            }
             selector(w, op.operators);
             switch (op.kind) {
                 case REMOVE_STATE:
@@ -130,8 +137,11 @@ final class Wire {
             List<SurgeryPlan.NewStream> streams = new ArrayList<>(n);
             for (int i = 0; i < n; i++) streams.add(new SurgeryPlan.NewStream(r.str(), r.str(), r.i64()));
             int operators = r.i32();
+            n = r.count(8);
+            List<SurgeryPlan.Relocation> relocated = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) relocated.add(new SurgeryPlan.Relocation(r.str(), r.str()));
             SurgeryPlan plan = new SurgeryPlan(source, depth, before, after, List.copyOf(changes),
-                    List.copyOf(streams), null);
+                    List.copyOf(streams), null, List.copyOf(relocated));
             SurgeryPlan.Staged staged = !r.bool() ? new SurgeryPlan.Staged(plan, operators, null, 0, List.of(), List.of())
                     : new SurgeryPlan.Staged(plan, operators, r.str(), r.i64(), r.strs(), r.strs());
             r.end();

@@ -85,7 +85,7 @@ public class WireTest {
             fail("Rust read a request of wire version 99");
         } catch (CheckpointSurgeonException e) {
             assertEquals(CheckpointSurgeonException.Code.WIRE, e.code());
-            assertTrue(e.getMessage(), e.getMessage().contains("wire version 1, found 99"));
+            assertTrue(e.getMessage(), e.getMessage().contains("wire version " + Wire.VERSION + ", found 99"));
         }
         byte[] report = NativeBridge.inspect(Wire.source(CheckpointSurgeonTest.fixture("stale-union")));
         report[5] = 99;

@@ -33,6 +33,48 @@ final class ReaderShims {
         return reader.readUnionState(OperatorIdentifier.forUid(uid), name, type);
     }
 
+    /**
+     * The State Processor API's route for new uids: {@code SavepointWriter#changeOperatorIdentifier}
+     * for each {@code old uid -> new uid}, written to {@code out} by a local job. True when done.
+     * The job runs in a JVM of its own with the {@code --add-opens} of Flink's distribution
+     * ({@code env.java.opts.all}): the writer ships Flink's {@code OperatorState} objects through
+     * Kryo, whose ReflectASM needs {@code java.lang} open on Java 17.
+     */
+    static boolean changeOperatorIdentifiers(String savepoint, java.util.Map<String, String> uids, String out)
+            throws Exception {
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.Arrays.asList(
+                io.checkpointsurgeon.testing.CliProcess.javaBin(), "--add-opens", "java.base/java.lang=ALL-UNNAMED",
+                "--add-opens", "java.base/java.util=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                SpaRename.class.getName(), savepoint, out));
+        uids.forEach((a, b) -> cmd.add(a + "=" + b));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS) || p.exitValue() != 0) {
+            p.destroyForcibly();
+            throw new IllegalStateException("changeOperatorIdentifier failed: " + output);
+        }
+        return true;
+    }
+
+    /** {@code SpaRename SAVEPOINT OUT OLD=NEW...}: the State Processor API job of {@link #changeOperatorIdentifiers}. */
+    public static final class SpaRename {
+        public static void main(String[] args) throws Exception {
+            org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+            conf.setString("rest.bind-port", "0");
+            org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
+                    org.apache.flink.streaming.api.environment.StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+            org.apache.flink.state.api.SavepointWriter writer =
+                    org.apache.flink.state.api.SavepointWriter.fromExistingSavepoint(env, args[0]);
+            for (int i = 2; i < args.length; i++) {
+                String[] pair = args[i].split("=", 2);
+                writer = writer.changeOperatorIdentifier(OperatorIdentifier.forUid(pair[0]),
+                        OperatorIdentifier.forUid(pair[1]));
+            }
+            writer.write(args[1]);
+            env.execute("changeOperatorIdentifier");
+        }
+    }
+
     static <K, V> DataStream<Tuple2<K, V>> readBroadcastState(SavepointReader reader, String uid, String name,
                                                              TypeInformation<K> key, TypeInformation<V> value)
             throws IOException {

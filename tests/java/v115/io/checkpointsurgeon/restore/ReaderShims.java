@@ -30,6 +30,14 @@ final class ReaderShims {
         return reader.readUnionState(uid, name, type);
     }
 
+    /**
+     * The State Processor API's {@code SavepointWriter#changeOperatorIdentifier}, which Flink 1.15
+     * does not have (it came in 1.17): false, and nothing is written.
+     */
+    static boolean changeOperatorIdentifiers(String savepoint, java.util.Map<String, String> uids, String out) {
+        return false;
+    }
+
     static <K, V> DataStream<Tuple2<K, V>> readBroadcastState(SavepointReader reader, String uid, String name,
                                                              TypeInformation<K> key, TypeInformation<V> value)
             throws IOException {

@@ -25,7 +25,7 @@ import picocli.CommandLine.Parameters;
         mixinStandardHelpOptions = true,
         versionProvider = Cli.Version.class,
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
-        subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.RenameOperator.class, Cli.Ha.class,
+        subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.RenameOperator.class, Cli.Relocate.class, Cli.Ha.class,
                 CommandLine.HelpCommand.class})
 public final class Cli {
     public static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
@@ -326,8 +326,15 @@ public final class Cli {
         @Option(names = "--in-place", description = "replace _metadata where it is, keeping _metadata.backup-<millis>")
         boolean inPlace;
 
-        @Option(names = "--copy-unchanged", description = "copy unchanged state files into --output instead of hard-linking them")
+        @Option(names = "--copy-unchanged", description = "copy unchanged state files into --output instead of hard-linking"
+                + " them (for a Flink path --output: copy them even when they hold more than 1 GiB, above which they"
+                + " are referenced by default)")
         boolean copyUnchanged;
+
+        @Option(names = "--reference-unchanged", description = "with --output: the new _metadata references the unchanged"
+                + " state files in the old directory (absolute paths) instead of linking or copying them, so only"
+                + " rewritten bytes move; the new checkpoint then depends on the old directory")
+        boolean referenceUnchanged;
 
         @Option(names = "--json", description = "print the plan (and result) as JSON")
         boolean json;
@@ -337,12 +344,23 @@ public final class Cli {
 
         abstract Surgery surgery() throws CheckpointSurgeonException;
 
+        /** A check before the surgery runs; an exit code stops it (relocate --check). */
+        Integer before(Surgery surgery) throws CheckpointSurgeonException {
+            return null;
+        }
+
         @Override
         public Integer call() throws CheckpointSurgeonException {
             Surgery surgery;
             try {
                 surgery = surgery();
                 if (copyUnchanged) surgery.copyUnchangedFiles();
+                if (referenceUnchanged) {
+                    if (copyUnchanged || inPlace) {
+                        throw new IllegalArgumentException("--reference-unchanged goes with --output, without --copy-unchanged");
+                    }
+                    surgery.referenceUnchangedFiles();
+                }
                 if (apply && (output == null) == !inPlace) {
                     throw new IllegalArgumentException("--apply needs exactly one of --output DIR and --in-place");
                 }
@@ -350,6 +368,8 @@ public final class Cli {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
             fs.apply(path);
+            Integer refused = before(surgery);
+            if (refused != null) return refused;
             SurgeryPlan plan = !apply ? CheckpointSurgeon.plan(path, surgery)
                     : inPlace ? CheckpointSurgeon.applyInPlace(path, surgery)
                     : CheckpointSurgeon.apply(path, surgery, output);
@@ -471,6 +491,50 @@ public final class Cli {
         }
     }
 
+    @Command(name = "relocate", mixinStandardHelpOptions = true,
+            description = "Rewrite every absolute path under --from to lie under --to, for a checkpoint that was copied"
+                    + " or moved to another directory, bucket or cluster: file handles, incremental RocksDB shared and"
+                    + " private files, changelog files, file-merging segments and directories. Relative handles (files"
+                    + " next to _metadata) need nothing. A local --from without a scheme also matches file: URIs.")
+    static final class Relocate extends SurgeryCommand {
+        @Option(names = "--from", required = true, paramLabel = "PREFIX", description = "the old location, e.g. s3://old-bucket/checkpoints")
+        String from;
+
+        @Option(names = "--to", required = true, paramLabel = "PREFIX", description = "the new location, e.g. s3://new-bucket/checkpoints")
+        String to;
+
+        @Option(names = "--check", description = "check that every rewritten path exists at its new place (through"
+                + " Flink's FileSystem for Flink paths), list the missing ones and exit 2 if there are any; with"
+                + " --apply, nothing is written then")
+        boolean check;
+
+        @Override
+        Surgery surgery() {
+            if (selection.uid != null || selection.id != null || selection.name != null) {
+                throw new IllegalArgumentException("relocate rewrites the paths of every operator; it takes no operator selection");
+            }
+            return Surgery.relocate(from, to);
+        }
+
+        @Override
+        Integer before(Surgery surgery) throws CheckpointSurgeonException {
+            if (!check) return null;
+            SurgeryPlan plan = CheckpointSurgeon.plan(path, surgery);
+            java.util.List<String> paths = new java.util.ArrayList<>();
+            for (SurgeryPlan.Relocation r : plan.relocated()) paths.add(r.newPath());
+            java.util.List<String> missing = CheckpointSurgeon.missingFiles(paths);
+            PrintWriter out = spec.commandLine().getOut();
+            out.printf(Locale.ROOT, "check: %d of %d rewritten paths exist at their new place%n",
+                    paths.size() - missing.size(), paths.size());
+            for (String m : missing) out.println("  missing: " + printable(m));
+            out.flush();
+            if (missing.isEmpty()) return apply ? null : OK;
+            spec.commandLine().getErr().println("error [VALIDATION]: " + missing.size() + " rewritten paths do not exist"
+                    + " under " + to + (apply ? "; nothing was written" : "") + ". Copy the files there first.");
+            return INVALID;
+        }
+    }
+
     @Command(name = "ha", mixinStandardHelpOptions = true,
             description = "HA CompletedCheckpoint files (ZooKeeper or Kubernetes HA storage dir). Needs the Flink jars "
                     + "of the cluster's version on the classpath.",
@@ -563,8 +627,9 @@ public final class Cli {
     }
 
     @Command(name = "repair", mixinStandardHelpOptions = true,
-            description = "Remove (or de-duplicate) a state in HA completedCheckpoint files. Plans by default; "
-                    + "--apply rewrites each file in place after a backup. Stop the JobManager first.")
+            description = "Remove (or de-duplicate) a state in HA completedCheckpoint files, or relocate them (--from,"
+                    + " --to) after their checkpoints moved. Plans by default; --apply rewrites each file in place after"
+                    + " a backup. Stop the JobManager first.")
     static final class HaRepair implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "PATH", description = "a completedCheckpoint file or the HA dir")
         Path path;
@@ -572,8 +637,15 @@ public final class Cli {
         @CommandLine.Mixin
         Selection selection = new Selection();
 
-        @Option(names = "--state", required = true, paramLabel = "NAME", description = "the state name")
+        @Option(names = "--state", paramLabel = "NAME", description = "the state name to remove (or de-duplicate)")
         String state;
+
+        @Option(names = "--from", paramLabel = "PREFIX", description = "relocate: the old location of the checkpoints"
+                + " (with --to): the state's absolute paths and the files' pointers to their checkpoint move")
+        String from;
+
+        @Option(names = "--to", paramLabel = "PREFIX", description = "relocate: the new location")
+        String to;
 
         @Option(names = "--dedupe", description = "de-duplicate the union state instead of removing it")
         boolean dedupe;
@@ -592,10 +664,17 @@ public final class Cli {
 
         @Override
         public Integer call() throws CheckpointSurgeonException {
-            Surgery s;
+            Surgery s = null;
             try {
-                s = dedupe ? Surgery.dedupeUnion(selection.selector(true), state)
-                        : Surgery.removeState(selection.selector(true), state);
+                if ((from == null) != (to == null)) throw new IllegalArgumentException("--from and --to go together");
+                if (from == null && state == null) throw new IllegalArgumentException("give --state NAME, or --from and --to");
+                if (from != null) s = Surgery.relocate(from, to);
+                if (state != null) {
+                    s = dedupe ? (s == null ? Surgery.dedupeUnion(selection.selector(true), state)
+                            : s.andDedupeUnion(selection.selector(true), state))
+                            : (s == null ? Surgery.removeState(selection.selector(true), state)
+                            : s.andRemoveState(selection.selector(true), state));
+                }
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
@@ -656,10 +735,19 @@ public final class Cli {
         sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %12s %12s %12s%n", "operator", "subtask", "state", "action",
                 "elements", "after", "bytes cut"));
         for (SurgeryPlan.Change c : p.changes()) {
-            sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %,12d %,12d %,12d%n", c.operatorId(),
+            sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %,12d %,12d %,12d%n",
+                    c.operatorId().isEmpty() ? "(checkpoint)" : c.operatorId(),
                     c.subtask() < 0 ? "all" : String.valueOf(c.subtask()), printable(c.state()), c.action(), c.elementsBefore(),
                     c.elementsAfter(), c.bytesRemoved()));
             if (!c.detail().isEmpty()) sb.append("    ").append(printable(c.detail())).append(System.lineSeparator());
+        }
+        java.util.List<SurgeryPlan.Relocation> moved = p.relocated();
+        for (int i = 0; i < Math.min(moved.size(), 20); i++) {
+            sb.append("  path ").append(printable(moved.get(i).oldPath())).append(" -> ")
+                    .append(printable(moved.get(i).newPath())).append(System.lineSeparator());
+        }
+        if (moved.size() > 20) {
+            sb.append(String.format(Locale.ROOT, "  ... and %,d more paths (--json lists them all)%n", moved.size() - 20));
         }
         for (SurgeryPlan.NewStream s : p.newStreams()) {
             sb.append(String.format(Locale.ROOT, "  rewrite %s -> %s (%s)%n", s.replaces(),

@@ -37,7 +37,8 @@ public final class HaCheckpoint {
     public final Object completedCheckpoint;
     public final long checkpointId;
     public final String jobId;
-    public final String externalPointer;
+    /** The checkpoint's directory as Flink names it ({@link #relocatePointers} rewrites it). */
+    public String externalPointer;
 
     private HaCheckpoint(Path file, Object cc) throws ReflectiveOperationException {
         this.file = file;
@@ -252,6 +253,78 @@ public final class HaCheckpoint {
         } catch (ReflectiveOperationException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, file + ": " + e, e);
         }
+    }
+
+    /** A path rewrite: the new path, or null to keep the old one. */
+    public interface PathRewrite {
+        String apply(String path) throws CheckpointSurgeonException;
+    }
+
+    /**
+     * Rewrites the checkpoint's location that the CompletedCheckpoint holds besides its state
+     * handles: the external pointer, and in its storage location (Flink's
+     * {@code FsCompletedCheckpointStorageLocation}) the pointer, the exclusive checkpoint directory
+     * and the {@code _metadata} file handle. Returns how many were rewritten.
+     */
+    public int relocatePointers(PathRewrite rewrite) throws CheckpointSurgeonException {
+        try {
+            int n = rewriteString(completedCheckpoint, "externalPointer", rewrite);
+            Object location = fieldValue(completedCheckpoint, "storageLocation");
+            if (location != null) {
+                n += rewriteString(location, "externalPointer", rewrite);
+                n += rewritePath(location, "exclusiveCheckpointDir", rewrite);
+                Object handle = fieldValue(location, "metadataFileHandle");
+                if (handle != null) n += rewritePath(handle, "filePath", rewrite);
+                java.lang.reflect.Field fs = field(location.getClass(), "fs");
+                if (fs != null && !java.lang.reflect.Modifier.isStatic(fs.getModifiers())) {
+                    fs.set(location, null); // the old location's file system; Flink opens it again lazily
+                }
+            }
+            externalPointer = (String) call(completedCheckpoint, "getExternalPointer");
+            return n;
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.UNSUPPORTED, file
+                    + ": cannot rewrite the checkpoint location in this Flink version's CompletedCheckpoint: " + e, e);
+        }
+    }
+
+    private static int rewriteString(Object target, String name, PathRewrite rewrite)
+            throws ReflectiveOperationException, CheckpointSurgeonException {
+        java.lang.reflect.Field f = field(target.getClass(), name);
+        Object old = f == null ? null : f.get(target);
+        String now = old instanceof String ? rewrite.apply((String) old) : null;
+        if (now == null) return 0;
+        f.set(target, now);
+        return 1;
+    }
+
+    private static int rewritePath(Object target, String name, PathRewrite rewrite)
+            throws ReflectiveOperationException, CheckpointSurgeonException {
+        java.lang.reflect.Field f = field(target.getClass(), name);
+        Object old = f == null ? null : f.get(target);
+        String now = old == null ? null : rewrite.apply(old.toString());
+        if (now == null) return 0;
+        f.set(target, old.getClass().getConstructor(String.class).newInstance(now));
+        return 1;
+    }
+
+    private static Object fieldValue(Object target, String name) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = field(target.getClass(), name);
+        return f == null ? null : f.get(target);
+    }
+
+    /** A declared field of the class or a superclass, made accessible; null when there is none. */
+    private static java.lang.reflect.Field field(Class<?> c, String name) {
+        for (; c != null; c = c.getSuperclass()) {
+            try {
+                java.lang.reflect.Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (NoSuchFieldException e) {
+                // look further up
+            }
+        }
+        return null;
     }
 
     /** The serialized CompletedCheckpoint, written to a new file (created exclusively) and synced. */
