@@ -46,6 +46,7 @@ public final class MiniClusterJob {
     private Duration pollInterval = Duration.ofMillis(50);
     private WhileRunning whileRunning;
     private boolean stopWithSavepoint;
+    private SavepointFormatType savepointFormat = SavepointFormatType.CANONICAL;
 
     private MiniClusterJob(String name, Configuration conf, int parallelism,
                            Consumer<StreamExecutionEnvironment> topology) {
@@ -93,6 +94,13 @@ public final class MiniClusterJob {
     /** Ends the job with stop-with-savepoint (canonical, into the configured savepoint dir) instead of cancel. */
     public MiniClusterJob stopWithSavepoint() {
         this.stopWithSavepoint = true;
+        return this;
+    }
+
+    /** Ends the job with stop-with-savepoint in Flink's native format (the state backend's own files). */
+    public MiniClusterJob stopWithNativeSavepoint() {
+        this.stopWithSavepoint = true;
+        this.savepointFormat = SavepointFormatType.NATIVE;
         return this;
     }
 
@@ -146,7 +154,7 @@ public final class MiniClusterJob {
             }
             if (stopWithSavepoint) {
                 run.savepoint = client.stopWithSavepoint(false, FlinkConf.savepointsDir(conf),
-                        SavepointFormatType.CANONICAL).get(seconds, TimeUnit.SECONDS);
+                        savepointFormat).get(seconds, TimeUnit.SECONDS);
                 result.handle((r, t) -> null).get(seconds, TimeUnit.SECONDS);
             }
         } finally {

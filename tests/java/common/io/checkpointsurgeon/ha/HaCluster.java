@@ -72,7 +72,8 @@ final class HaCluster implements AutoCloseable {
     }
 
     final Path base;
-    final Path checkpoints;
+    /** The checkpoint base dir ({@link #moveCheckpoints} moves it, as an operator moves a bucket). */
+    Path checkpoints;
     final Path haStorage;
     final String zkQuorum;
     private MiniCluster cluster;
@@ -82,6 +83,19 @@ final class HaCluster implements AutoCloseable {
         this.checkpoints = Files.createDirectories(base.resolve("checkpoints"));
         this.haStorage = Files.createDirectories(base.resolve("ha"));
         this.zkQuorum = zkQuorum;
+    }
+
+    /**
+     * Moves the checkpoint base dir, with every checkpoint in it, to {@code to} (nothing is left at
+     * the old place); clusters started afterwards write their checkpoints there.
+     */
+    void moveCheckpoints(Path to) throws IOException {
+        if (cluster != null) {
+            throw new IllegalStateException("the cluster is running");
+        }
+        Files.createDirectories(to.getParent());
+        Files.move(checkpoints, to);
+        checkpoints = to;
     }
 
     /** The HA dir that holds the completedCheckpoint files: {@code <storageDir>/<cluster-id>}. */

@@ -176,6 +176,50 @@ public class ZooKeeperHaRepairTest {
     }
 
     /**
+     * The checkpoints are moved to another directory tree (nothing is left at the old place); the
+     * HA files still name the old one. {@code ha repair --from --to} relocates them (the state
+     * handles, the pointer to the checkpoint and its storage location), and a new cluster recovers
+     * the job from ZooKeeper with exactly the state values snapshotted for that checkpoint.
+     */
+    @Test
+    public void relocatedHaCheckpointIsWhatTheRecoveredJobRestores() throws Exception {
+        cluster.start();
+        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), null);
+        cluster.awaitRunning(job);
+        cluster.awaitHaCheckpoint(job, 0);
+        cluster.crash();
+        Map<Long, Path> ha = cluster.haFilesById(job);
+        long newest = Collections.max(ha.keySet());
+
+        Path old = cluster.checkpoints;
+        Path moved = tmp.getRoot().toPath().resolve("moved").resolve("checkpoints");
+        cluster.moveCheckpoints(moved);
+        assertFalse(Files.exists(old));
+
+        io.checkpointsurgeon.testing.CliProcess.Result r = io.checkpointsurgeon.testing.CliProcess.withFlink("ha",
+                "repair", cluster.haClusterDir().toString(), "--from", old.toString(), "--to", moved.toString(),
+                "--apply").run();
+        assertEquals(r.toString(), 0, r.exitCode);
+        for (Map.Entry<Long, Path> e : cluster.haFilesById(job).entrySet()) {
+            CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(e.getValue());
+            InspectReport after = CheckpointSurgeon.inspectHa(e.getValue());
+            // the state files are read from their new place
+            assertEquals("HA checkpoint " + e.getKey() + " reads its position state at the new place",
+                    HaJobs.PARALLELISM, stateElements(after, HaJobs.POSITION_STATE));
+            assertEquals(job.toString(), info.jobId());
+        }
+        assertZooKeeperPointsAtHaFiles(job, ha);
+
+        // The recovered job restores from the moved files, and writes its new checkpoints where its
+        // job graph (kept in the HA storage) says: the old place, created again.
+        cluster.checkpoints = old;
+        recoverAndCheckpoint(job, "recovery after the checkpoints moved", false);
+        assertRestoredFrom(newest, "recovery after the checkpoints moved");
+        assertFalse("chk-" + newest + " was read from its new place only",
+                Files.exists(old.resolve(job.toString()).resolve("chk-" + newest)));
+    }
+
+    /**
      * Starts a new cluster on the same ZooKeeper and HA storage (nothing is submitted), waits for
      * the recovered job's first checkpoint, crashes the cluster (unless told not to) and checks that
      * the job restored the newest HA checkpoint with exactly the state values snapshotted for it.
