@@ -228,6 +228,11 @@ public final class MiniClusterJob {
             return checkpoint == null ? null : TestFiles.localPath(checkpoint);
         }
 
+        /** The stop-with-savepoint directory as a Flink path string ({@code file:/...}, {@code s3://...}), or null. */
+        public String savepoint() {
+            return savepoint;
+        }
+
         /** The stop-with-savepoint directory as a local path, or null. */
         public Path savepointPath() {
             return savepoint == null ? null : TestFiles.localPath(savepoint);

@@ -45,7 +45,7 @@ public final class S3ProxyServer implements AutoCloseable {
                 + "<encoder><pattern>%d %-5level %logger - %msg%n</pattern></encoder></appender>"
                 + "<root level=\"WARN\"><appender-ref ref=\"E\"/></root></configuration>\n");
         Path log = workDir.resolve("s3proxy.log");
-        Process p = new ProcessBuilder(CliProcess.javaBin(), "-Xmx256m", "-Dlogback.configurationFile=" + logback,
+        Process p = new ProcessBuilder(CliProcess.javaBin(), "-Xmx3g", "-Dlogback.configurationFile=" + logback,
                 "-cp", classpath, "org.gaul.s3proxy.Main", "--properties", props.toString())
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
         S3ProxyServer server = new S3ProxyServer(p, port);
@@ -63,6 +63,11 @@ public final class S3ProxyServer implements AutoCloseable {
         return "http://127.0.0.1:" + port;
     }
 
+    /** Creates another bucket. */
+    public void createBucket(String bucket) throws Exception {
+        createBucket(bucket, null);
+    }
+
     /** PUT /bucket, retried until S3Proxy listens (at most 60 s). */
     private void createBucket(String bucket, Path log) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -78,10 +83,10 @@ public final class S3ProxyServer implements AutoCloseable {
                 return;
             } catch (IOException e) {
                 if (!process.isAlive()) {
-                    throw new AssertionError("S3Proxy exited: " + Files.readString(log));
+                    throw new AssertionError("S3Proxy exited: " + (log == null ? e : Files.readString(log)));
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new AssertionError("S3Proxy did not start within 60 s: " + Files.readString(log));
+                    throw new AssertionError("S3Proxy did not start within 60 s: " + (log == null ? e : Files.readString(log)));
                 }
                 Thread.sleep(200);
             }

@@ -300,6 +300,233 @@ public class S3CheckpointTest {
         LOG.add("file merging: purged into " + repaired + " " + new java.util.TreeSet<>(newKinds) + ", restored");
     }
 
+    /**
+     * A retained incremental RocksDB checkpoint (shared/ files named by absolute s3:// paths) is
+     * copied to another bucket and deleted where it was; {@code relocate --check} rewrites its
+     * paths and the job restores from the new bucket with its state intact.
+     */
+    @Test
+    public void relocateACheckpointFromBucketToBucketAndRestore() throws Exception {
+        s3proxy.createBucket("flink-moved");
+        RestoreScenario.resetReports();
+        Result v1 = MiniClusterJob.of("relocate-v1", conf("relocate-v1", null, false, "rocksdb"), P,
+                        env -> RestoreScenario.job(env, P, new RestoreScenario.ConsumerV1(), new RestoreScenario.KeyedWriter()))
+                .readyWhen(() -> RestoreScenario.KEYS_WRITTEN.size() == KEYS)
+                .checkpointsAfterReady(3)
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .run();
+        assertNull(v1.failureText(), v1.failure());
+        String from = "s3://" + BUCKET + "/checkpoints/relocate-v1";
+        String to = "s3://flink-moved/checkpoints/relocate-v1";
+        String chk = v1.checkpoint();
+        SurgeryPlan planned = CheckpointSurgeon.plan(chk, Surgery.relocate(from, to));
+        assertTrue("shared/ files named by absolute paths: " + planned.relocated(),
+                planned.relocated().stream().anyMatch(r -> r.oldPath().contains("/shared/")));
+
+        long copied = copyTree(from, to);
+        fs(from).delete(new org.apache.flink.core.fs.Path(from), true);
+        assertFalse(exists(chk + "/_metadata"));
+        String moved = to + chk.substring(from.length());
+        String out = runCli("relocate", moved, "--from", from, "--to", to, "--check", "--apply", "--in-place",
+                "--flink-conf", confDir.toString(), "--plugins", pluginsDir.toString());
+        int n = planned.relocated().size();
+        assertTrue(out, out.contains("check: " + n + " of " + n + " rewritten paths exist"));
+
+        RestoreScenario.resetReports();
+        Result v2 = MiniClusterJob.of("relocate-v2", conf("relocate-v2", moved, false, "rocksdb"), P,
+                        env -> RestoreScenario.job(env, P, new RestoreScenario.ConsumerV2(), new RestoreScenario.KeyedProbe()))
+                .readyWhen(() -> RestoreScenario.SPLIT_SEEN.size() == P && RestoreScenario.KEYED_SEEN.size() == KEYS)
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .run();
+        assertV2Restored(v2);
+        LOG.add("relocate: " + copied + " bytes copied bucket to bucket, " + n + " paths rewritten, restored");
+    }
+
+    /**
+     * {@code --reference-unchanged} on a canonical savepoint with a large keyed state: the repair
+     * into a new prefix stores only the new {@code _metadata} and the rewritten operator state
+     * (the bytes under each prefix, listed through Flink's S3 file system), where copying the unchanged files stores all of it again; the job
+     * restores from the referencing savepoint with every keyed value intact. The size is
+     * {@code -Ds3.referenceTestMiB} (the build sets 1024 for Flink 1.20.3, 16 elsewhere).
+     */
+    @Test
+    public void referenceUnchangedStoresOnlyTheRewrittenBytes() throws Exception {
+        int mib = Integer.getInteger("s3.referenceTestMiB", 16);
+        long keys = mib * 1024L;
+        BigKeyed.WRITTEN.set(0);
+        Configuration c = conf("big", null, false, "rocksdb");
+        FlinkConf.set(c, "1 h", "execution.checkpointing.interval");
+        long tv1 = System.nanoTime();
+        Result v1 = MiniClusterJob.of("big-v1", c, P, env -> bigJob(env, keys, true))
+                .readyWhen(() -> BigKeyed.WRITTEN.get() >= keys)
+                .checkpointsAfterReady(0)
+                .stopWithSavepoint()
+                .timeout(Duration.ofSeconds(600))
+                .run();
+        assertNull(v1.failureText(), v1.failure());
+        String sp = io.checkpointsurgeon.flink.RemoteCheckpoint.trimSlashes(v1.savepoint());
+        long stateBytes = bytesUnder(sp);
+        assertTrue(stateBytes + " bytes", stateBytes > keys * 1000L);
+        LOG.add(String.format(java.util.Locale.ROOT, "wrote a %,d-byte savepoint in %.1f s", stateBytes,
+                (System.nanoTime() - tv1) / 1e9));
+
+        long t0 = System.nanoTime();
+        CliProcess.Result ref = CliProcess.withFlink("remove-state", sp, "--uid", CONSUMER_UID, "--state",
+                UNION_STATE, "--apply", "--output", "s3://" + BUCKET + "/repaired/referencing",
+                "--flink-conf", confDir.toString(), "--plugins", pluginsDir.toString())
+                .systemProperty("checkpointsurgeon.referenceThreshold", 1 << 20).run();
+        double refSeconds = (System.nanoTime() - t0) / 1e9;
+        assertEquals(ref.output, 0, ref.exitCode);
+        assertTrue("above the threshold, references are the default: " + ref.output,
+                ref.output.contains("references the unchanged ones there instead of copying them"));
+        assertTrue(ref.output, ref.output.contains("depends on that directory"));
+        t0 = System.nanoTime();
+        CliProcess.Result copy = CliProcess.withFlink("remove-state", sp, "--uid", CONSUMER_UID, "--state",
+                UNION_STATE, "--apply", "--output", "s3://" + BUCKET + "/repaired/copying", "--copy-unchanged",
+                "--flink-conf", confDir.toString(), "--plugins", pluginsDir.toString())
+                .systemProperty("checkpointsurgeon.referenceThreshold", 1 << 20).run();
+        double copySeconds = (System.nanoTime() - t0) / 1e9;
+        assertEquals(copy.output, 0, copy.exitCode);
+        long referencing = bytesUnder("s3://" + BUCKET + "/repaired/referencing");
+        long copying = bytesUnder("s3://" + BUCKET + "/repaired/copying");
+        String figures = String.format(java.util.Locale.ROOT, "--reference-unchanged on a %,d-byte savepoint: %,d bytes"
+                + " stored (%.3f%%, %.1f s); copying the unchanged files: %,d bytes (%.1f s)", stateBytes, referencing,
+                100.0 * referencing / stateBytes, refSeconds, copying, copySeconds);
+        System.out.println(figures);
+        LOG.add(figures);
+        assertTrue(figures, referencing * 100 < stateBytes);
+        assertTrue(figures, copying >= stateBytes * 9 / 10);
+
+        // the job restores from the referencing savepoint, every key's value intact (its source
+        // goes on where the savepoint's split left it, so each key comes again after `keys` records)
+        BigKeyed.CHECKED.clear();
+        BigKeyed.WRONG.set(0);
+        Configuration r = conf("big-v2", "s3://" + BUCKET + "/repaired/referencing", false, "rocksdb");
+        // no periodic checkpoint: the first one after a canonical restore would upload all the state
+        FlinkConf.set(r, "1 h", "execution.checkpointing.interval");
+        long t1 = System.nanoTime();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(P, r);
+        bigJob(env, keys, false);
+        org.apache.flink.core.execution.JobClient client = env.executeAsync("big-v2");
+        try {
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(600);
+            while (BigKeyed.CHECKED.size() < keys && BigKeyed.WRONG.get() == 0 && System.nanoTime() < deadline
+                    && !client.getJobExecutionResult().isDone()) {
+                Thread.sleep(100);
+            }
+        } finally {
+            client.cancel().get(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        assertEquals(0, BigKeyed.WRONG.get());
+        assertEquals(keys, BigKeyed.CHECKED.size());
+        LOG.add(String.format(java.util.Locale.ROOT, "restored %,d keys from the referencing savepoint in %.1f s", keys,
+                (System.nanoTime() - t1) / 1e9));
+    }
+
+    /** The bytes of every object under {@code dir}. */
+    private static long bytesUnder(String dir) throws IOException {
+        long n = 0;
+        for (org.apache.flink.core.fs.FileStatus st : fs(dir).listStatus(new org.apache.flink.core.fs.Path(dir))) {
+            n += st.isDir() ? bytesUnder(dir + "/" + st.getPath().getName()) : st.getLen();
+        }
+        return n;
+    }
+
+    /** Copies every file under {@code from} to the same place under {@code to}; returns the bytes copied. */
+    private static long copyTree(String from, String to) throws IOException {
+        FileSystem fs = fs(from);
+        long n = 0;
+        for (org.apache.flink.core.fs.FileStatus st : fs.listStatus(new org.apache.flink.core.fs.Path(from))) {
+            String name = st.getPath().getName();
+            if (st.isDir()) {
+                n += copyTree(from + "/" + name, to + "/" + name);
+            } else {
+                n += io.checkpointsurgeon.flink.FlinkFileSystems.copy(from + "/" + name, to + "/" + name, false);
+            }
+        }
+        return n;
+    }
+
+    /**
+     * numbers -> source_consumer (the stale union state) -> keyBy(n % keys) -> big-keyed: a 1 KiB
+     * value per key. The writing job runs on (slowly after every key has its value); the checking
+     * job compares the value of each key that comes by.
+     */
+    private static void bigJob(StreamExecutionEnvironment env, long keys, boolean write) {
+        // write: the numbers up to `keys` set the values; check: every number reads one
+        org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSource(
+                        new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
+                        org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
+                .uid("numbers").setParallelism(1);
+        if (write) {
+            // slow once every key has its value, so that the savepoint's barrier finds no backlog
+            s = s.map(new SlowAfter(keys)).uid("numbers-throttle").name("numbers-throttle").setParallelism(1);
+        }
+        org.apache.flink.streaming.api.datastream.DataStream<Long> consumed = s.rebalance()
+                .map(new RestoreScenario.ConsumerV1()).uid(CONSUMER_UID).name(CONSUMER_UID).setParallelism(P);
+        io.checkpointsurgeon.fixtures.Shims.discard(consumed.keyBy(new io.checkpointsurgeon.fixtures.Functions.ModKey(keys))
+                .map(new BigKeyed(keys, write)).uid("big-keyed").name("big-keyed").setParallelism(P), "sink");
+    }
+
+    static final class BigKeyed extends org.apache.flink.api.common.functions.RichMapFunction<Long, Long> {
+        static final java.util.concurrent.atomic.AtomicLong WRITTEN = new java.util.concurrent.atomic.AtomicLong();
+        static final java.util.Set<Long> CHECKED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        static final java.util.concurrent.atomic.AtomicLong WRONG = new java.util.concurrent.atomic.AtomicLong();
+        private final long keys;
+        private final boolean write;
+        private transient org.apache.flink.api.common.state.ValueState<byte[]> value;
+
+        BigKeyed(long keys, boolean write) {
+            this.keys = keys;
+            this.write = write;
+        }
+
+        static byte[] payload(long key) {
+            byte[] b = new byte[1024];
+            for (int i = 0; i < b.length; i++) {
+                b[i] = (byte) (key * 31 + i);
+            }
+            return b;
+        }
+
+        @Override
+        public Long map(Long n) throws Exception {
+            if (value == null) {
+                value = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>(
+                        "payload", org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+            }
+            long key = n % keys;
+            if (!write) {
+                if (java.util.Arrays.equals(payload(key), value.value())) {
+                    CHECKED.add(key);
+                } else {
+                    WRONG.incrementAndGet();
+                }
+            } else if (n < keys) {
+                value.update(payload(key));
+                WRITTEN.incrementAndGet();
+            }
+            return n;
+        }
+    }
+
+    /** Passes numbers on, sleeping 1 ms on each from {@code limit} on. */
+    static final class SlowAfter implements org.apache.flink.api.common.functions.MapFunction<Long, Long> {
+        private final long limit;
+
+        SlowAfter(long limit) {
+            this.limit = limit;
+        }
+
+        @Override
+        public Long map(Long n) throws Exception {
+            if (n >= limit) {
+                Thread.sleep(1);
+            }
+            return n;
+        }
+    }
+
     private static Result runV1(String name, boolean fileMerging) throws Exception {
         RestoreScenario.resetReports();
         Result run = run(name, null, fileMerging,
@@ -327,7 +554,11 @@ public class S3CheckpointTest {
     }
 
     private static Configuration conf(String tag, String restoreFrom, boolean fileMerging) {
-        Configuration c = FlinkConf.checkpointing("hashmap", "s3://" + BUCKET + "/checkpoints/" + tag,
+        return conf(tag, restoreFrom, fileMerging, "hashmap");
+    }
+
+    private static Configuration conf(String tag, String restoreFrom, boolean fileMerging, String backend) {
+        Configuration c = FlinkConf.checkpointing(backend, "s3://" + BUCKET + "/checkpoints/" + tag,
                 "s3://" + BUCKET + "/savepoints/" + tag, "300 ms", 1);
         FlinkConf.set(c, "filesystem", "state.checkpoint-storage", "execution.checkpointing.storage");
         FlinkConf.noRestarts(c);
@@ -338,6 +569,9 @@ public class S3CheckpointTest {
         }
         if (restoreFrom != null) {
             FlinkConf.restoreFrom(c, restoreFrom);
+        }
+        if (backend.equals("rocksdb")) {
+            FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
         }
         return c;
     }
