@@ -317,7 +317,7 @@ pub fn plan(
     rename::check_unique(&md, &renamed)?;
     let new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
     if let Some(base) = &req.reference_unchanged {
-        let new_files: Vec<&str> = new_streams
+        let new_files: std::collections::HashSet<&str> = new_streams
             .iter()
             .filter_map(|s| s.file_name.as_deref())
             .collect();

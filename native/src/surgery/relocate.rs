@@ -9,6 +9,7 @@ use crate::codec::handles::StreamHandle;
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
 use crate::error::{Error, Result};
+use std::collections::{HashMap, HashSet};
 
 /// `path` with `from` replaced by `to`, or `None` when `path` is not `from` or below it. A
 /// local prefix without a scheme (`/data/flink`) also matches the `file:` URIs Flink writes
@@ -114,30 +115,29 @@ pub fn relocate(
 pub fn reference_unchanged(
     md: &mut CheckpointMetadata,
     base: &str,
-    new_files: &[&str],
+    new_files: &HashSet<&str>,
     changes: &mut Vec<Change>,
 ) {
     let base = base.trim_end_matches('/');
-    let mut names: Vec<(String, i64)> = Vec::new();
+    // a file may back several handles: each is counted once
+    let mut names: HashMap<String, i64> = HashMap::new();
     md.visit_stream_handles_mut(&mut |h| {
         if let StreamHandle::RelativeFile { path, size } = h {
             let name = path.to_string();
-            if !new_files.contains(&name.as_str()) {
+            if !new_files.contains(name.as_str()) {
                 let size = *size;
                 *h = StreamHandle::File {
                     size,
                     path: JStr::new(&format!("{base}/{name}")),
                 };
-                if !names.iter().any(|(n, _)| *n == name) {
-                    names.push((name, size));
-                }
+                names.insert(name, size);
             }
         }
     });
     if names.is_empty() {
         return;
     }
-    let bytes: i64 = names.iter().map(|(_, s)| s).sum();
+    let bytes: i64 = names.values().sum();
     changes.push(Change {
         operator: String::new(),
         subtask: -1,

@@ -359,6 +359,14 @@ final class Commit {
     // ---------------------------------------------------------------------------------------------
 
     /** A checkpoint or savepoint on the local file system, repaired into a new directory or in place. */
+    /** Referencing unchanged files is for a new output only: in place they are where they are. */
+    static void refuseReferencesInPlace(Surgery surgery, boolean inPlace) throws CheckpointSurgeonException {
+        if (surgery.referencesUnchanged() && inPlace) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
+                    + " goes with --output: in place, the unchanged state files are already where they are");
+        }
+    }
+
     static final class LocalCheckpoint implements Unit {
         private final Path checkpoint;
         private final Surgery surgery;
@@ -496,10 +504,7 @@ final class Commit {
             } catch (IOException e) {
                 throw io(metadata.toString(), e);
             }
-            if (surgery.referencesUnchanged() && output == null) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
-                        + " goes with --output: in place, the unchanged state files are already where they are");
-            }
+            refuseReferencesInPlace(surgery, output == null);
             staged = Native.plan(Wire.source(metadata), referencing(dir, surgery), target, null);
             for (String w : staged.written) undo.deleteLater(Path.of(w));
             undo.deleteLater(Path.of(staged.metadataTmp));

@@ -76,8 +76,10 @@ final class HaFileRepair implements Commit.Unit {
      */
     static Surgery relocatePointers(HaCheckpoint ha, Surgery surgery) throws CheckpointSurgeonException {
         Surgery s = surgery;
-        for (String[] r : surgery.relocations()) {
-            if (ha.relocatePointers(p -> Native.relocatedPath(p, r[0], r[1])) > 0) s = surgery.withOutsideRelocated();
+        List<String[]> relocations = surgery.relocations();
+        for (int i = 0; i < relocations.size(); i++) {
+            String[] r = relocations.get(i);
+            if (ha.relocatePointers(p -> Native.relocatedPath(p, r[0], r[1])) > 0) s = s.withOutsideRelocated(i);
         }
         return s;
     }

@@ -151,10 +151,7 @@ final class RemoteRepair {
             try {
                 liveLength = FlinkFileSystems.length(rc.metadataPath);
                 Path streamDir = Files.createDirectory(rc.mirrorRoot.resolve("new"));
-                if (surgery.referencesUnchanged() && inPlace) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
-                            + " goes with --output: in place, the unchanged state files are already where they are");
-                }
+                Commit.refuseReferencesInPlace(surgery, inPlace);
                 staged = Native.plan(source(rc), inPlace ? surgery : forOutput(rc, surgery), streamDir, target);
                 newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
             } catch (IOException e) {

@@ -232,22 +232,37 @@ public final class Surgery {
         return referenceUnchangedFiles;
     }
 
-    /** This surgery, its relocations marked as having moved a path outside {@code _metadata} (HA pointers). */
-    Surgery withOutsideRelocated() {
-        Surgery s = referencing(referencedSource);
-        s.referenceUnchangedFiles = referenceUnchangedFiles;
-        s.operations.replaceAll(op -> op.kind == Operation.Kind.RELOCATE ? new Operation(op.from, op.to, true) : op);
+    /**
+     * This surgery with its {@code n}-th relocation marked as having moved a path outside
+     * {@code _metadata} (an HA file's pointers), so that no path inside needs to match.
+     */
+    Surgery withOutsideRelocated(int n) {
+        Surgery s = copy();
+        int seen = 0;
+        for (int i = 0; i < s.operations.size(); i++) {
+            Operation op = s.operations.get(i);
+            if (op.kind == Operation.Kind.RELOCATE && seen++ == n) {
+                s.operations.set(i, new Operation(op.from, op.to, true));
+            }
+        }
         return s;
     }
 
     /** This surgery with the unchanged files referenced in {@code sourceDir} (a Flink path or {@code file:} URI). */
     Surgery referencing(String sourceDir) {
+        Surgery s = copy();
+        s.referenceUnchangedFiles = true;
+        s.referencedSource = sourceDir;
+        return s;
+    }
+
+    private Surgery copy() {
         Surgery s = new Surgery();
         s.operations.addAll(operations);
         s.metadataOnly = metadataOnly;
         s.copyUnchangedFiles = copyUnchangedFiles;
-        s.referenceUnchangedFiles = sourceDir != null;
-        s.referencedSource = sourceDir;
+        s.referenceUnchangedFiles = referenceUnchangedFiles;
+        s.referencedSource = referencedSource;
         return s;
     }
 

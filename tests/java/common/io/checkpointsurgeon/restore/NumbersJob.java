@@ -46,21 +46,17 @@ final class NumbersJob {
 
     /** Runs the job with uids {@code <prefix>-...} (none when null) and stops it with a savepoint mid-stream. */
     static Path stopMidStream(Path work, String run, String prefix) throws Exception {
-        return midStream(conf(work, run), run, prefix, 1, true).savepointPath();
-    }
-
-    /**
-     * Runs the job with this configuration until {@code checkpoints} more checkpoints completed
-     * mid-stream, then stops it with a savepoint or cancels it (keeping its retained checkpoint).
-     */
-    static MiniClusterJob.Result midStream(Configuration conf, String run, String prefix, int checkpoints,
-                                           boolean savepoint) throws Exception {
-        return midStream(conf, run, prefix, checkpoints, savepoint ? Ending.SAVEPOINT : Ending.CANCEL);
+        return midStream(conf(work, run), run, prefix, 1, Ending.SAVEPOINT).savepointPath();
     }
 
     /** How {@link #midStream} ends the job. */
     enum Ending { CANCEL, SAVEPOINT, NATIVE_SAVEPOINT }
 
+    /**
+     * Runs the job with this configuration until {@code checkpoints} more checkpoints completed
+     * mid-stream, then ends it: cancelled (keeping its retained checkpoint), or stopped with a
+     * canonical or native savepoint.
+     */
     static MiniClusterJob.Result midStream(Configuration conf, String run, String prefix, int checkpoints,
                                            Ending ending) throws Exception {
         SEEN.put(run, new ConcurrentLinkedQueue<>());

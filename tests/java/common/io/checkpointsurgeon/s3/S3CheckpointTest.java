@@ -308,14 +308,7 @@ public class S3CheckpointTest {
     @Test
     public void relocateACheckpointFromBucketToBucketAndRestore() throws Exception {
         s3proxy.createBucket("flink-moved");
-        RestoreScenario.resetReports();
-        Result v1 = MiniClusterJob.of("relocate-v1", conf("relocate-v1", null, false, "rocksdb"), P,
-                        env -> RestoreScenario.job(env, P, new RestoreScenario.ConsumerV1(), new RestoreScenario.KeyedWriter()))
-                .readyWhen(() -> RestoreScenario.KEYS_WRITTEN.size() == KEYS)
-                .checkpointsAfterReady(3)
-                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
-                .run();
-        assertNull(v1.failureText(), v1.failure());
+        Result v1 = runV1("relocate-v1", false, "rocksdb");
         String from = "s3://" + BUCKET + "/checkpoints/relocate-v1";
         String to = "s3://flink-moved/checkpoints/relocate-v1";
         String chk = v1.checkpoint();
@@ -332,13 +325,7 @@ public class S3CheckpointTest {
         int n = planned.relocated().size();
         assertTrue(out, out.contains("check: " + n + " of " + n + " rewritten paths exist"));
 
-        RestoreScenario.resetReports();
-        Result v2 = MiniClusterJob.of("relocate-v2", conf("relocate-v2", moved, false, "rocksdb"), P,
-                        env -> RestoreScenario.job(env, P, new RestoreScenario.ConsumerV2(), new RestoreScenario.KeyedProbe()))
-                .readyWhen(() -> RestoreScenario.SPLIT_SEEN.size() == P && RestoreScenario.KEYED_SEEN.size() == KEYS)
-                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
-                .run();
-        assertV2Restored(v2);
+        assertV2Restored(runV2("relocate-v2", moved, false, "rocksdb"));
         LOG.add("relocate: " + copied + " bytes copied bucket to bucket, " + n + " paths rewritten, restored");
     }
 
@@ -531,8 +518,12 @@ public class S3CheckpointTest {
     }
 
     private static Result runV1(String name, boolean fileMerging) throws Exception {
+        return runV1(name, fileMerging, "hashmap");
+    }
+
+    private static Result runV1(String name, boolean fileMerging, String backend) throws Exception {
         RestoreScenario.resetReports();
-        Result run = run(name, null, fileMerging,
+        Result run = run(name, null, fileMerging, backend,
                 env -> RestoreScenario.job(env, P, new RestoreScenario.ConsumerV1(), new RestoreScenario.KeyedWriter()),
                 () -> RestoreScenario.KEYS_WRITTEN.size() == KEYS);
         assertNull(run.failureText(), run.failure());
@@ -541,8 +532,12 @@ public class S3CheckpointTest {
     }
 
     private static Result runV2(String name, String from, boolean fileMerging) throws Exception {
+        return runV2(name, from, fileMerging, "hashmap");
+    }
+
+    private static Result runV2(String name, String from, boolean fileMerging, String backend) throws Exception {
         RestoreScenario.resetReports();
-        return run(name, from, fileMerging,
+        return run(name, from, fileMerging, backend,
                 env -> RestoreScenario.job(env, P, new RestoreScenario.ConsumerV2(), new RestoreScenario.KeyedProbe()),
                 () -> RestoreScenario.SPLIT_SEEN.size() == P && RestoreScenario.KEYED_SEEN.size() == KEYS);
     }
@@ -554,10 +549,6 @@ public class S3CheckpointTest {
                 new TreeMap<>(RestoreScenario.SPLIT_SEEN));
         assertEquals("keyed state restored from S3", RestoreScenario.expectedKeyed(),
                 new TreeMap<>(RestoreScenario.KEYED_SEEN));
-    }
-
-    private static Configuration conf(String tag, String restoreFrom, boolean fileMerging) {
-        return conf(tag, restoreFrom, fileMerging, "hashmap");
     }
 
     private static Configuration conf(String tag, String restoreFrom, boolean fileMerging, String backend) {
@@ -583,9 +574,9 @@ public class S3CheckpointTest {
      * Runs a job until {@code ready} holds and two more checkpoints completed in the bucket, cancels
      * it and returns its last retained checkpoint ({@code s3://...}).
      */
-    private static Result run(String name, String restoreFrom, boolean fileMerging,
+    private static Result run(String name, String restoreFrom, boolean fileMerging, String backend,
                               Consumer<StreamExecutionEnvironment> topology, BooleanSupplier ready) throws Exception {
-        return MiniClusterJob.of(name, conf(name, restoreFrom, fileMerging), P, topology)
+        return MiniClusterJob.of(name, conf(name, restoreFrom, fileMerging, backend), P, topology)
                 .readyWhen(ready)
                 .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
                 .pollInterval(Duration.ofMillis(100))

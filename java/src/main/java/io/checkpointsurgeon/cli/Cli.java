@@ -344,8 +344,11 @@ public final class Cli {
 
         abstract Surgery surgery() throws CheckpointSurgeonException;
 
-        /** A check before the surgery runs; an exit code stops it (relocate --check). */
-        Integer before(Surgery surgery) throws CheckpointSurgeonException {
+        /**
+         * A check of the plan ({@code planned}, or null with --apply) before anything is written;
+         * an exit code stops the command (relocate --check).
+         */
+        Integer check(Surgery surgery, SurgeryPlan planned) throws CheckpointSurgeonException {
             return null;
         }
 
@@ -368,9 +371,10 @@ public final class Cli {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
             fs.apply(path);
-            Integer refused = before(surgery);
+            SurgeryPlan planned = apply ? null : CheckpointSurgeon.plan(path, surgery);
+            Integer refused = check(surgery, planned);
             if (refused != null) return refused;
-            SurgeryPlan plan = !apply ? CheckpointSurgeon.plan(path, surgery)
+            SurgeryPlan plan = planned != null ? planned
                     : inPlace ? CheckpointSurgeon.applyInPlace(path, surgery)
                     : CheckpointSurgeon.apply(path, surgery, output);
             PrintWriter out = spec.commandLine().getOut();
@@ -517,9 +521,10 @@ public final class Cli {
         }
 
         @Override
-        Integer before(Surgery surgery) throws CheckpointSurgeonException {
+        Integer check(Surgery surgery, SurgeryPlan planned) throws CheckpointSurgeonException {
             if (!check) return null;
-            SurgeryPlan plan = CheckpointSurgeon.plan(path, surgery);
+            // with --apply the check needs a plan of its own: nothing may be written before it
+            SurgeryPlan plan = planned != null ? planned : CheckpointSurgeon.plan(path, surgery);
             java.util.List<String> paths = new java.util.ArrayList<>();
             for (SurgeryPlan.Relocation r : plan.relocated()) paths.add(r.newPath());
             java.util.List<String> missing = CheckpointSurgeon.missingFiles(paths);
@@ -528,7 +533,7 @@ public final class Cli {
                     paths.size() - missing.size(), paths.size());
             for (String m : missing) out.println("  missing: " + printable(m));
             out.flush();
-            if (missing.isEmpty()) return apply ? null : OK;
+            if (missing.isEmpty()) return null;
             spec.commandLine().getErr().println("error [VALIDATION]: " + missing.size() + " rewritten paths do not exist"
                     + " under " + to + (apply ? "; nothing was written" : "") + ". Copy the files there first.");
             return INVALID;
