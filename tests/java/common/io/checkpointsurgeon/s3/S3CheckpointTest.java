@@ -334,7 +334,7 @@ public class S3CheckpointTest {
      * into a new prefix stores only the new {@code _metadata} and the rewritten operator state
      * (the bytes under each prefix, listed through Flink's S3 file system), where copying the unchanged files stores all of it again; the job
      * restores from the referencing savepoint with every keyed value intact. The size is
-     * {@code -Ds3.referenceTestMiB} (the build sets 512 for Flink 1.20.3, 16 elsewhere).
+     * {@code -Ds3.referenceTestMiB} (the build sets 128 for Flink 1.20.3, 16 elsewhere).
      */
     @Test
     public void referenceUnchangedStoresOnlyTheRewrittenBytes() throws Exception {
