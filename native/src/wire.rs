@@ -18,17 +18,20 @@
 //! `Code` constant of [`crate::error::Code`].
 
 use crate::codec::io::{encode_modified_utf8, JStr};
+use crate::codec::kafka::KafkaOffset;
 use crate::codec::StreamSource;
 use crate::commit::Staged;
 use crate::error::{Error, Result};
 use crate::report::files::{FileKind, StateFile};
-use crate::report::inspect::{HandleReport, OperatorReport, Report, StateReport, SubtaskReport};
-use crate::report::kafka::KafkaOffset;
+use crate::report::inspect::{
+    HandleReport, KafkaEnumReport, OperatorReport, Report, StateReport, SubtaskReport,
+};
+use crate::surgery::kafka::{KafkaOperation, NewOffset};
 use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 pub const SOURCE: u32 = u32::from_be_bytes(*b"CSSO");
 pub const REQUEST: u32 = u32::from_be_bytes(*b"CSRQ");
@@ -292,6 +295,82 @@ const REMOVE_OPERATOR: u8 = 2;
 const DEDUPE_UNION: u8 = 3;
 const RENAME_OPERATOR: u8 = 4;
 const RELOCATE: u8 = 5;
+const KAFKA: u8 = 6;
+
+fn enc_opt_i32(e: &mut Enc, v: Option<i32>) {
+    e.bool(v.is_some());
+    e.i32(v.unwrap_or(0));
+}
+
+fn dec_opt_i32(d: &mut Dec) -> Result<Option<i32>> {
+    let present = d.bool()?;
+    let v = d.i32()?;
+    Ok(present.then_some(v))
+}
+
+fn enc_kafka(e: &mut Enc, op: &KafkaOperation) {
+    match op {
+        KafkaOperation::MigrateLegacy {
+            enum_state_version,
+            parallelism,
+            offset_not_set,
+        } => {
+            e.u8(0);
+            e.i32(*enum_state_version);
+            enc_opt_i32(e, *parallelism);
+            e.bool(offset_not_set.is_some());
+            e.i64(offset_not_set.unwrap_or(0));
+        }
+        KafkaOperation::DropTopic { topic, partition } => {
+            e.u8(1);
+            e.str(topic);
+            enc_opt_i32(e, *partition);
+        }
+        KafkaOperation::SetOffsets {
+            topic,
+            partition,
+            to,
+        } => {
+            e.u8(2);
+            e.str(topic);
+            enc_opt_i32(e, *partition);
+            let (kind, v) = match to {
+                NewOffset::At(n) => (0, *n),
+                NewOffset::Shift(n) => (1, *n),
+            };
+            e.u8(kind);
+            e.i64(v);
+        }
+    }
+}
+
+fn dec_kafka(d: &mut Dec) -> Result<KafkaOperation> {
+    Ok(match d.u8()? {
+        0 => KafkaOperation::MigrateLegacy {
+            enum_state_version: d.i32()?,
+            parallelism: dec_opt_i32(d)?,
+            offset_not_set: {
+                let present = d.bool()?;
+                let v = d.i64()?;
+                present.then_some(v)
+            },
+        },
+        1 => KafkaOperation::DropTopic {
+            topic: d.str()?,
+            partition: dec_opt_i32(d)?,
+        },
+        2 => KafkaOperation::SetOffsets {
+            topic: d.str()?,
+            partition: dec_opt_i32(d)?,
+            to: match d.u8()? {
+                0 => NewOffset::At(d.i64()?),
+                1 => NewOffset::Shift(d.i64()?),
+                t => return d.tag_err("offset tag 0 (at) or 1 (shift)", t),
+            },
+        },
+        t => return d.tag_err("Kafka operation tag 0 to 2", t),
+    })
+}
 
 fn enc_selector(e: &mut Enc, s: &Selector) {
     match s {
@@ -372,6 +451,11 @@ impl Request {
                 e.str(to);
                 e.bool(*outside);
             }
+            Operation::Kafka { operators, op } => {
+                e.u8(KAFKA);
+                enc_selector(e, operators);
+                enc_kafka(e, op);
+            }
         });
         e.finish()
     }
@@ -411,7 +495,11 @@ impl Request {
                     to: d.str()?,
                     outside: d.bool()?,
                 },
-                t => return d.tag_err("operation tag 1 to 5", t),
+                KAFKA => Operation::Kafka {
+                    operators: dec_selector(d)?,
+                    op: dec_kafka(d)?,
+                },
+                t => return d.tag_err("operation tag 1 to 6", t),
             })
         })?;
         d.end()?;
@@ -614,6 +702,7 @@ fn enc_handle(e: &mut Enc, h: &Option<HandleReport>) {
             e.str(&k.topic);
             e.i32(k.partition);
             e.i64(k.offset);
+            e.i64(k.stopping);
             e.i64(*n as i64);
         });
     });
@@ -642,12 +731,13 @@ fn dec_handle(d: &mut Dec) -> Result<Option<HandleReport>> {
                 serializer: d.str()?,
                 distinct: d.i64()?,
                 digest: d.i64()?,
-                kafka: d.list(24, |d| {
+                kafka: d.list(32, |d| {
                     Ok((
                         KafkaOffset {
                             topic: d.str()?,
                             partition: d.i32()?,
                             offset: d.i64()?,
+                            stopping: d.i64()?,
                         },
                         d.i64()? as u64,
                     ))
@@ -695,6 +785,19 @@ impl Report {
             e.i64(op.coordinator_bytes);
             e.bool(op.fully_finished);
             e.i32(op.finished_subtasks);
+            e.bool(op.kafka_enumerator.is_some());
+            if let Some(k) = &op.kafka_enumerator {
+                e.i32(k.version);
+                e.str(&k.error);
+                e.bool(k.initial_discovery_finished);
+                enc_list(e, &k.splits, |e, (s, status)| {
+                    e.str(&s.topic);
+                    e.i32(s.partition);
+                    e.i64(s.offset);
+                    e.i64(s.stopping);
+                    e.i32(*status);
+                });
+            }
             enc_list(e, &op.subtasks, |e, s| {
                 e.i32(s.index);
                 enc_handle(e, &s.managed_operator);
@@ -728,6 +831,26 @@ impl Report {
                     coordinator_bytes: d.i64()?,
                     fully_finished: d.bool()?,
                     finished_subtasks: d.i32()?,
+                    kafka_enumerator: if d.bool()? {
+                        Some(KafkaEnumReport {
+                            version: d.i32()?,
+                            error: d.str()?,
+                            initial_discovery_finished: d.bool()?,
+                            splits: d.list(28, |d| {
+                                Ok((
+                                    KafkaOffset {
+                                        topic: d.str()?,
+                                        partition: d.i32()?,
+                                        offset: d.i64()?,
+                                        stopping: d.i64()?,
+                                    },
+                                    d.i32()?,
+                                ))
+                            })?,
+                        })
+                    } else {
+                        None
+                    },
                     subtasks: d.list(24, |d| {
                         Ok(SubtaskReport {
                             index: d.i32()?,

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::commit::{self, Checkpoint};
 use checkpoint_surgeon::report::{files, inspect};
+use checkpoint_surgeon::surgery::kafka::{KafkaOperation, NewOffset};
 use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Operation, Request, Selector};
 use checkpoint_surgeon::wire::{self, PlanSummary, Source};
 use checkpoint_surgeon::Code;
@@ -47,6 +48,37 @@ fn requests_round_trip_with_any_name() {
         to: NewIdentity::Id([9; 16]),
         name: None,
     });
+    for op in [
+        KafkaOperation::MigrateLegacy {
+            enum_state_version: 3,
+            parallelism: Some(7),
+            offset_not_set: Some(-2),
+        },
+        KafkaOperation::MigrateLegacy {
+            enum_state_version: 1,
+            parallelism: None,
+            offset_not_set: None,
+        },
+        KafkaOperation::DropTopic {
+            topic: "tópico\t😀".into(),
+            partition: None,
+        },
+        KafkaOperation::SetOffsets {
+            topic: "t".into(),
+            partition: Some(3),
+            to: NewOffset::Shift(-5),
+        },
+        KafkaOperation::SetOffsets {
+            topic: "t".into(),
+            partition: None,
+            to: NewOffset::At(i64::MAX),
+        },
+    ] {
+        ops.push(Operation::Kafka {
+            operators: Selector::Uid("src".into()),
+            op,
+        });
+    }
     ops.push(Operation::Relocate {
         from: "s3://old\tbucket/chk".into(),
         to: "file:/new/😀".into(),
@@ -129,12 +161,19 @@ fn reports_plans_and_file_lists_of_every_fixture_round_trip() {
 fn other_versions_and_malformed_payloads_are_refused_with_code_wire() {
     let good = Request::remove_state(Selector::All, "x").encode();
     let mut newer = good.clone();
-    newer[5] = 3; // the version's low byte
+    newer[5] = (wire::VERSION + 1) as u8; // the version's low byte
     let mut bad_tag = good.clone();
     let last_op = 4 + 2 + 1 + 1 + 4; // magic, version, depth, reference (absent), count
     bad_tag[last_op] = 99;
     for (bytes, says) in [
-        (newer, "wire version 2, found 3"),
+        (
+            newer,
+            &format!(
+                "wire version {}, found {}",
+                wire::VERSION,
+                wire::VERSION + 1
+            )[..],
+        ),
         (bad_tag, "operation tag"),
         (good[..good.len() - 1].to_vec(), "fits the payload"),
         ([good.clone(), vec![0]].concat(), "the end"),

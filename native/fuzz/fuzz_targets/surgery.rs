@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::codec::metadata;
+use checkpoint_surgeon::surgery::kafka::{KafkaOperation, NewOffset};
 use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Request, Selector};
 use libfuzzer_sys::fuzz_target;
 
@@ -42,6 +43,24 @@ fuzz_target!(|data: &[u8]| {
             NewIdentity::Uid("renamed\tuid ü".into()),
             None,
         ));
+    }
+    for op in [
+        KafkaOperation::MigrateLegacy {
+            enum_state_version: 2,
+            parallelism: Some(3),
+            offset_not_set: None,
+        },
+        KafkaOperation::DropTopic {
+            topic: "topic-a".into(),
+            partition: None,
+        },
+        KafkaOperation::SetOffsets {
+            topic: "topic-a".into(),
+            partition: Some(0),
+            to: NewOffset::Shift(1),
+        },
+    ] {
+        requests.push(Request::kafka(Selector::All, op));
     }
     {
         for req in requests {

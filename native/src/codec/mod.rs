@@ -1,11 +1,13 @@
 //! Flink's byte formats: `_metadata` ([`metadata`]), the state handles in it ([`handles`]), the
 //! operator-state streams ([`opstate`]), Java's modified UTF-8 and the readers/writers
-//! ([`io`]), the check of Java-serialized parts ([`javaser`]) and uid hashing ([`uid`]).
+//! ([`io`]), the check of Java-serialized parts ([`javaser`]), uid hashing ([`uid`]) and the Kafka
+//! connector's states ([`kafka`]).
 //! Bytes in, model out: nothing here touches a file or the JVM.
 
 pub mod handles;
 pub mod io;
 pub mod javaser;
+pub mod kafka;
 pub mod metadata;
 pub mod opstate;
 pub mod uid;

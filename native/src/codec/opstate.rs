@@ -7,7 +7,7 @@
 //! element) and the whole layout is then checked against the offsets. Nothing here needs the
 //! state's Java classes.
 
-use crate::codec::handles::{OperatorHandle, StateMetaInfo};
+use crate::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
 use crate::codec::io::{JStr, Reader};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -601,6 +601,126 @@ pub fn push_patched(
     if to > f {
         pieces.push(stream.slice(f as usize..to as usize));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rebuilding a stream state by state (the Kafka surgery rewrites elements, not only cuts them)
+
+/// One state of a stream taken apart: its META_INFO entry as written and its elements.
+#[derive(Clone, Debug)]
+pub struct StatePart {
+    pub name: JStr,
+    pub mode: Mode,
+    pub kind: EntryKind,
+    pub entry: Bytes,
+    pub elements: Vec<Bytes>,
+}
+
+/// An uncompressed operator-state stream taken apart.
+#[derive(Clone, Debug)]
+pub struct StreamParts {
+    pub proxy_version: i32,
+    pub states: Vec<StatePart>,
+}
+
+/// Takes an uncompressed stream apart: each state of the handle's map with its header entry
+/// and its elements (slices of `stream`). Header entries the map does not list (left by a
+/// metadata-only removal) are dropped with their elements.
+pub fn split_stream(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamParts> {
+    let header = parse_header(stream, handle)?;
+    if header.compressed {
+        return Err(Error::Unsupported {
+            file: String::new(),
+            offset: 0,
+            what: "snappy-compressed operator state for this operation (restore the job with \
+                   execution.checkpointing.snapshot-compression: false and take a savepoint)"
+                .into(),
+        });
+    }
+    let ranges = element_ranges(handle, stream.len() as u64)?;
+    let mut states = Vec::with_capacity(handle.states.len());
+    for (s, ranges) in handle.states.iter().zip(ranges) {
+        let e = header.entry(&s.name).ok_or_else(|| {
+            Error::format(
+                0,
+                format!("a META_INFO entry for state '{}' in the header", s.name),
+                None,
+            )
+        })?;
+        states.push(StatePart {
+            name: s.name.clone(),
+            mode: s.mode,
+            kind: e.kind,
+            entry: stream.slice(e.start..e.end),
+            elements: ranges
+                .iter()
+                .map(|&(a, b)| stream.slice(a as usize..b as usize))
+                .collect(),
+        });
+    }
+    Ok(StreamParts {
+        proxy_version: header.proxy_version,
+        states,
+    })
+}
+
+/// Puts a stream together as `OperatorStateBackend` writes it: the proxy header with the list
+/// entries, then the broadcast entries, then each state's elements. Returns the pieces, their
+/// length and the handle's new map.
+pub fn join_stream(parts: &StreamParts) -> (Vec<Bytes>, u64, Vec<StateMetaInfo>) {
+    let mut head = Vec::new();
+    head.extend_from_slice(&parts.proxy_version.to_be_bytes());
+    if parts.proxy_version >= 6 {
+        head.push(0); // not compressed
+    }
+    let mut pieces = Vec::new();
+    for kind in [EntryKind::List, EntryKind::Broadcast] {
+        let of_kind: Vec<&StatePart> = parts.states.iter().filter(|s| s.kind == kind).collect();
+        head.extend_from_slice(&(of_kind.len() as i16).to_be_bytes());
+        pieces.push(Bytes::from(std::mem::take(&mut head)));
+        pieces.extend(of_kind.iter().map(|s| s.entry.clone()));
+    }
+    let mut len: u64 = pieces.iter().map(|p| p.len() as u64).sum();
+    let mut map = Vec::with_capacity(parts.states.len());
+    for s in &parts.states {
+        let mut offsets = Vec::with_capacity(s.elements.len());
+        for e in &s.elements {
+            offsets.push(len as i64);
+            len += e.len() as u64;
+            pieces.push(e.clone());
+        }
+        map.push(StateMetaInfo {
+            name: s.name.clone(),
+            mode: s.mode,
+            offsets: Offsets::from_slice(&offsets),
+        });
+    }
+    (pieces, len, map)
+}
+
+/// The META_INFO entry of a `SPLIT_DISTRIBUTE` list state of `byte[]` (a FLIP-27 source's
+/// `SourceReaderState`), as Flink 1.13 to 2.x write it.
+pub fn byte_array_list_entry(name: &str) -> Bytes {
+    fn utf(b: &mut Vec<u8>, s: &str) {
+        let e = crate::codec::io::encode_modified_utf8(s);
+        b.extend_from_slice(&(e.len() as u16).to_be_bytes());
+        b.extend_from_slice(&e);
+    }
+    let mut b = Vec::with_capacity(200);
+    utf(&mut b, name);
+    b.extend_from_slice(&1i32.to_be_bytes()); // BackendStateType.OPERATOR
+    b.extend_from_slice(&1i32.to_be_bytes()); // one option
+    utf(&mut b, "OPERATOR_STATE_DISTRIBUTION_MODE");
+    utf(&mut b, Mode::SplitDistribute.name());
+    b.extend_from_slice(&1i32.to_be_bytes()); // one serializer snapshot
+    utf(&mut b, "VALUE_SERIALIZER");
+    b.extend_from_slice(&2i32.to_be_bytes()); // snapshot proxy version
+    utf(
+        &mut b,
+        "org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot",
+    );
+    b.extend_from_slice(&3i32.to_be_bytes()); // SimpleTypeSerializerSnapshot version, no body
+    Bytes::from(b)
 }
 
 #[cfg(test)]

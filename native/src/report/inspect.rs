@@ -2,6 +2,7 @@
 //! `InspectReport`).
 
 use crate::codec::handles::{KeyedHandle, OperatorHandle, StreamHandle};
+use crate::codec::kafka::{self, KafkaOffset};
 use crate::codec::metadata::Subtasks;
 use crate::codec::opstate;
 use crate::codec::StreamSource;
@@ -27,7 +28,21 @@ pub struct OperatorReport {
     pub coordinator_bytes: i64,
     pub fully_finished: bool,
     pub finished_subtasks: i32,
+    /// A KafkaSource's enumerator state, decoded from the coordinator state.
+    pub kafka_enumerator: Option<KafkaEnumReport>,
     pub subtasks: Vec<SubtaskReport>,
+}
+
+/// A KafkaSource's enumerator state: the partitions it assigned or has yet to assign.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KafkaEnumReport {
+    /// The `KafkaSourceEnumStateSerializer` version (-1 if the header could not be read).
+    pub version: i32,
+    /// Why the state could not be decoded; empty if it was.
+    pub error: String,
+    pub initial_discovery_finished: bool,
+    /// Each partition's split (offsets only in version 3) and its assignment status.
+    pub splits: Vec<(KafkaOffset, i32)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -71,7 +86,7 @@ pub struct StateReport {
     pub digest: i64,
     /// Kafka source states: the distinct (topic, partition, offset) values and how often each
     /// occurs (at most `MAX_KAFKA_OFFSETS` of them).
-    pub kafka: Vec<(crate::report::kafka::KafkaOffset, u64)>,
+    pub kafka: Vec<(crate::codec::kafka::KafkaOffset, u64)>,
 }
 
 const MAX_KAFKA_OFFSETS: usize = 10_000;
@@ -92,22 +107,8 @@ pub fn inspect(cp: &dyn StreamSource) -> Report {
         operators: md
             .operators
             .iter()
-            .map(|op| OperatorReport {
-                id: op.hex_id(),
-                name: op.name.as_ref().map(|s| s.to_string()).unwrap_or_default(),
-                uid: op.uid.as_ref().map(|s| s.to_string()).unwrap_or_default(),
-                parallelism: op.parallelism,
-                max_parallelism: op.max_parallelism,
-                coordinator_bytes: op.coordinator.as_ref().map_or(-1, |c| c.state_size()),
-                fully_finished: op.subtasks == Subtasks::FullyFinished,
-                finished_subtasks: match &op.subtasks {
-                    Subtasks::FullyFinished => op.parallelism,
-                    Subtasks::List(l) => l
-                        .iter()
-                        .filter(|e| matches!(e, crate::codec::metadata::SubtaskEntry::Finished(_)))
-                        .count() as i32,
-                },
-                subtasks: op
+            .map(|op| {
+                let subtasks: Vec<SubtaskReport> = op
                     .subtask_states()
                     .map(|(index, s)| SubtaskReport {
                         index,
@@ -124,14 +125,65 @@ pub fn inspect(cp: &dyn StreamSource) -> Report {
                             .map(|c| c.size)
                             .sum(),
                     })
-                    .collect(),
+                    .collect();
+                OperatorReport {
+                    id: op.hex_id(),
+                    name: op.name.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+                    uid: op.uid.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+                    parallelism: op.parallelism,
+                    max_parallelism: op.max_parallelism,
+                    coordinator_bytes: op.coordinator.as_ref().map_or(-1, |c| c.state_size()),
+                    fully_finished: op.subtasks == Subtasks::FullyFinished,
+                    finished_subtasks: match &op.subtasks {
+                        Subtasks::FullyFinished => op.parallelism,
+                        Subtasks::List(l) => l
+                            .iter()
+                            .filter(|e| {
+                                matches!(e, crate::codec::metadata::SubtaskEntry::Finished(_))
+                            })
+                            .count() as i32,
+                    },
+                    kafka_enumerator: kafka_enumerator(cp, op, &subtasks),
+                    subtasks,
+                }
             })
             .collect(),
     }
 }
 
-/// Counts distinct element values and sums a 64-bit FNV-1a hash per element (a multiset
-/// digest: the same elements in any order give the same sum).
+/// The enumerator state of a KafkaSource: decoded when the readers hold Kafka splits, or when
+/// the coordinator state decodes as a Kafka enumerator state with at least one partition.
+fn kafka_enumerator(
+    cp: &dyn StreamSource,
+    op: &crate::codec::metadata::OperatorState,
+    subtasks: &[SubtaskReport],
+) -> Option<KafkaEnumReport> {
+    let coordinator = op.coordinator.as_ref()?;
+    let kafka_readers = subtasks
+        .iter()
+        .filter_map(|s| s.managed_operator.as_ref())
+        .flat_map(|h| &h.states)
+        .any(|s| s.name == kafka::SOURCE_READER_STATE && !s.kafka.is_empty());
+    let decoded = cp
+        .stream_bytes(coordinator)
+        .and_then(|b| kafka::decode_enum_state(&b));
+    match decoded {
+        Ok(s) if kafka_readers || !s.splits.is_empty() => Some(KafkaEnumReport {
+            version: s.version,
+            error: String::new(),
+            initial_discovery_finished: s.initial_discovery_finished,
+            splits: s.splits,
+        }),
+        Err(e) if kafka_readers => Some(KafkaEnumReport {
+            version: -1,
+            error: e.to_string(),
+            initial_discovery_finished: false,
+            splits: Vec::new(),
+        }),
+        _ => None,
+    }
+}
+
 fn element_digest(stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> (i64, i64) {
     let mut seen = std::collections::HashSet::with_capacity(ranges.len().min(1 << 20));
     let mut digest = 0u64;
@@ -151,11 +203,11 @@ fn kafka_offsets(
     state: &str,
     stream: &bytes::Bytes,
     ranges: &[(u64, u64)],
-) -> Vec<(crate::report::kafka::KafkaOffset, u64)> {
-    let Some(decode) = crate::report::kafka::decoder(state) else {
+) -> Vec<(crate::codec::kafka::KafkaOffset, u64)> {
+    let Some(decode) = crate::codec::kafka::decoder(state) else {
         return Vec::new();
     };
-    let mut counts: std::collections::BTreeMap<crate::report::kafka::KafkaOffset, u64> =
+    let mut counts: std::collections::BTreeMap<crate::codec::kafka::KafkaOffset, u64> =
         Default::default();
     for &(a, b) in ranges {
         if let Some(k) = decode(&stream[a as usize..b as usize]) {

@@ -8,11 +8,12 @@
 //! Nothing here touches a file or the JVM: streams are read through [`StreamSource`].
 
 pub mod cut;
+pub mod kafka;
 pub mod relocate;
 pub mod remove;
 pub mod rename;
 
-use crate::codec::handles::StreamHandle;
+use crate::codec::handles::{checked_relative, StreamHandle};
 use crate::codec::io::JStr;
 use crate::codec::metadata::{CheckpointMetadata, OperatorState};
 use crate::codec::uid::operator_id_for_uid;
@@ -51,7 +52,7 @@ impl Selector {
         }
     }
 
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self {
             Selector::All => "any operator".to_string(),
             Selector::Id(id) => format!("operator id {}", hex(id)),
@@ -113,6 +114,11 @@ pub enum Operation {
         to: String,
         outside: bool,
     },
+    /// A Kafka source surgery (migrate-legacy, drop-topic, set-offsets); alone in its request.
+    Kafka {
+        operators: Selector,
+        op: kafka::KafkaOperation,
+    },
 }
 
 impl Operation {
@@ -127,6 +133,7 @@ impl Operation {
             }
             Operation::RenameOperator { operator, .. } => operator.describe(),
             Operation::Relocate { from, .. } => format!("relocate from '{from}'"),
+            Operation::Kafka { operators, op } => op.describe(operators),
         }
     }
 }
@@ -197,6 +204,11 @@ impl Request {
             to: to.to_string(),
             outside: false,
         }])
+    }
+
+    /// A Kafka source surgery on the selected operators.
+    pub fn kafka(operators: Selector, op: kafka::KafkaOperation) -> Request {
+        Request::new(vec![Operation::Kafka { operators, op }])
     }
 
     /// Reference the unchanged relative files in `source_dir` instead of placing them.
@@ -277,6 +289,17 @@ pub fn plan(
     let mut renamed = Vec::new();
     let mut relocated = Vec::new();
     let mut nothing = String::new();
+    let mut kafka_streams = Vec::new();
+    let kafka_ops = req
+        .operations
+        .iter()
+        .filter(|o| matches!(o, Operation::Kafka { .. }))
+        .count();
+    if kafka_ops > 0 && req.operations.len() > 1 {
+        return Err(Error::InvalidArgument(
+            "a Kafka surgery goes alone in its request".into(),
+        ));
+    }
     for op in &req.operations {
         let hit = match op {
             Operation::RemoveOperator { operators } => {
@@ -305,6 +328,15 @@ pub fn plan(
                 let (moved, changes) = (&mut relocated, &mut changes);
                 relocate::relocate(&mut md, from, to, moved, changes, &mut nothing)? || *outside
             }
+            Operation::Kafka { operators, op } => kafka::apply(
+                cp,
+                &mut md,
+                operators,
+                op,
+                name_stream,
+                &mut changes,
+                &mut kafka_streams,
+            )?,
         };
         if !hit {
             return Err(Error::NothingSelected(if nothing.is_empty() {
@@ -315,7 +347,8 @@ pub fn plan(
         }
     }
     rename::check_unique(&md, &renamed)?;
-    let new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
+    let mut new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
+    new_streams.append(&mut kafka_streams);
     if let Some(base) = &req.reference_unchanged {
         let new_files: std::collections::HashSet<&str> = new_streams
             .iter()
@@ -347,6 +380,50 @@ pub fn delegate_location(h: &StreamHandle) -> String {
         } => format!("{path}@{start}+{size}"),
         other => other.kind().to_string(),
     }
+}
+
+/// The handle and the new stream that replace the stream of `old` with `pieces`: inline again
+/// if it was inline, else a new file named by `name_stream` (relative if it was relative).
+pub fn replace_stream(
+    old: &StreamHandle,
+    pieces: Vec<Bytes>,
+    len: u64,
+    name_stream: &mut dyn FnMut() -> String,
+) -> Result<(StreamHandle, NewStream)> {
+    let replaces = delegate_location(old);
+    if let StreamHandle::ByteStream { name, .. } = old {
+        let handle = StreamHandle::ByteStream {
+            name: name.clone(),
+            data: Bytes::from(pieces.concat()),
+        };
+        let stream = NewStream {
+            file_name: None,
+            replaces,
+            pieces: Vec::new(),
+            len,
+        };
+        return Ok((handle, stream));
+    }
+    let file = name_stream();
+    checked_relative(&file)?;
+    let handle = match old {
+        StreamHandle::RelativeFile { .. } => StreamHandle::RelativeFile {
+            path: JStr::new(&file),
+            size: len as i64,
+        },
+        _ => StreamHandle::File {
+            size: len as i64,
+            // Placeholder: `commit::stage` writes the absolute path of the new file.
+            path: JStr::new(&format!("{ABSOLUTE_PLACEHOLDER}{file}")),
+        },
+    };
+    let stream = NewStream {
+        file_name: Some(file),
+        replaces,
+        pieces,
+        len,
+    };
+    Ok((handle, stream))
 }
 
 /// The size `_metadata` will have after the surgery, without writing it anywhere.

@@ -2,8 +2,8 @@
 //! (when purging or de-duplicating) the streams of every handle that changes.
 
 use super::cut::{rewrite_stream, HandleEdit};
-use super::{delegate_location, Change, Depth, NewStream, Selector, ABSOLUTE_PLACEHOLDER};
-use crate::codec::handles::{checked_relative, Mode, StreamHandle};
+use super::{replace_stream, Change, Depth, NewStream, Selector};
+use crate::codec::handles::Mode;
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
 use crate::codec::opstate;
@@ -168,41 +168,13 @@ impl Removals {
             let delegate = old.delegate.as_ref().ok_or_else(|| {
                 Error::InvalidArgument("an operator state handle without a stream".into())
             })?;
-            let replaces = delegate_location(delegate);
-            if let StreamHandle::ByteStream { name, .. } = delegate {
-                h.delegate = Some(StreamHandle::ByteStream {
-                    name: name.clone(),
-                    data: Bytes::from(e.pieces.concat()),
-                });
-                new_streams.push(NewStream {
-                    file_name: None,
-                    replaces,
-                    pieces: Vec::new(),
-                    len: e.len,
-                });
-                continue;
-            }
-            let file = name_stream();
-            checked_relative(&file)?;
-            h.delegate = Some(match delegate {
-                StreamHandle::RelativeFile { .. } => StreamHandle::RelativeFile {
-                    path: JStr::new(&file),
-                    size: e.len as i64,
-                },
-                _ => StreamHandle::File {
-                    size: e.len as i64,
-                    // Placeholder: `commit::stage` writes the absolute path of the new file.
-                    path: JStr::new(&format!("{ABSOLUTE_PLACEHOLDER}{file}")),
-                },
-            });
+            let (handle, stream) = replace_stream(delegate, e.pieces, e.len, name_stream)?;
             // A file-merging handle becomes a plain one: its stream is no segment now.
-            h.file_merging = None;
-            new_streams.push(NewStream {
-                file_name: Some(file),
-                replaces,
-                pieces: e.pieces,
-                len: e.len,
-            });
+            if stream.file_name.is_some() {
+                h.file_merging = None;
+            }
+            h.delegate = Some(handle);
+            new_streams.push(stream);
         }
         let mut i = 0;
         md.operators.retain(|_| {

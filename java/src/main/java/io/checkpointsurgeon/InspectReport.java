@@ -130,9 +130,10 @@ public final class InspectReport {
         private final long coordinatorStateBytes;
         private final boolean fullyFinished;
         private final int finishedSubtasks;
+        private final KafkaEnumerator kafkaEnumerator;
         private final List<SubtaskInfo> subtasks;
 
-        public OperatorInfo(String id, String name, String uid, int parallelism, int maxParallelism, long coordinatorStateBytes, boolean fullyFinished, int finishedSubtasks, List<SubtaskInfo> subtasks) {
+        public OperatorInfo(String id, String name, String uid, int parallelism, int maxParallelism, long coordinatorStateBytes, boolean fullyFinished, int finishedSubtasks, KafkaEnumerator kafkaEnumerator, List<SubtaskInfo> subtasks) {
             this.id = id;
             this.name = name;
             this.uid = uid;
@@ -141,7 +142,13 @@ public final class InspectReport {
             this.coordinatorStateBytes = coordinatorStateBytes;
             this.fullyFinished = fullyFinished;
             this.finishedSubtasks = finishedSubtasks;
+            this.kafkaEnumerator = kafkaEnumerator;
             this.subtasks = subtasks;
+        }
+
+        /** A KafkaSource's enumerator state, decoded from the coordinator state; null for other operators. */
+        public KafkaEnumerator kafkaEnumerator() {
+            return kafkaEnumerator;
         }
 
         public String id() {
@@ -185,17 +192,17 @@ public final class InspectReport {
             if (this == o) return true;
             if (!(o instanceof OperatorInfo)) return false;
             OperatorInfo that = (OperatorInfo) o;
-            return java.util.Objects.equals(id, that.id) && java.util.Objects.equals(name, that.name) && java.util.Objects.equals(uid, that.uid) && java.util.Objects.equals(parallelism, that.parallelism) && java.util.Objects.equals(maxParallelism, that.maxParallelism) && java.util.Objects.equals(coordinatorStateBytes, that.coordinatorStateBytes) && java.util.Objects.equals(fullyFinished, that.fullyFinished) && java.util.Objects.equals(finishedSubtasks, that.finishedSubtasks) && java.util.Objects.equals(subtasks, that.subtasks);
+            return java.util.Objects.equals(id, that.id) && java.util.Objects.equals(name, that.name) && java.util.Objects.equals(uid, that.uid) && java.util.Objects.equals(parallelism, that.parallelism) && java.util.Objects.equals(maxParallelism, that.maxParallelism) && java.util.Objects.equals(coordinatorStateBytes, that.coordinatorStateBytes) && java.util.Objects.equals(fullyFinished, that.fullyFinished) && java.util.Objects.equals(finishedSubtasks, that.finishedSubtasks) && java.util.Objects.equals(kafkaEnumerator, that.kafkaEnumerator) && java.util.Objects.equals(subtasks, that.subtasks);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(id, name, uid, parallelism, maxParallelism, coordinatorStateBytes, fullyFinished, finishedSubtasks, subtasks);
+            return java.util.Objects.hash(id, name, uid, parallelism, maxParallelism, coordinatorStateBytes, fullyFinished, finishedSubtasks, kafkaEnumerator, subtasks);
         }
 
         @Override
         public String toString() {
-            return "OperatorInfo[id=" + id + ", name=" + name + ", uid=" + uid + ", parallelism=" + parallelism + ", maxParallelism=" + maxParallelism + ", coordinatorStateBytes=" + coordinatorStateBytes + ", fullyFinished=" + fullyFinished + ", finishedSubtasks=" + finishedSubtasks + ", subtasks=" + subtasks + "]";
+            return "OperatorInfo[id=" + id + ", name=" + name + ", uid=" + uid + ", parallelism=" + parallelism + ", maxParallelism=" + maxParallelism + ", coordinatorStateBytes=" + coordinatorStateBytes + ", fullyFinished=" + fullyFinished + ", finishedSubtasks=" + finishedSubtasks + ", kafkaEnumerator=" + kafkaEnumerator + ", subtasks=" + subtasks + "]";
         }
 
         /** Every state name of this operator, summed over its subtasks' managed operator state. */
@@ -224,8 +231,10 @@ public final class InspectReport {
                         for (KafkaOffset k : st.kafkaOffsets()) {
                             acc.computeIfAbsent(st.name(), x -> new java.util.TreeMap<>(java.util.Comparator
                                     .comparing((List<Object> l) -> (String) l.get(0))
-                                    .thenComparing(l -> (Integer) l.get(1)).thenComparing(l -> (Long) l.get(2))))
-                                    .computeIfAbsent(List.of(k.topic(), k.partition(), k.offset()), x -> new long[1])[0] += k.count();
+                                    .thenComparing(l -> (Integer) l.get(1)).thenComparing(l -> (Long) l.get(2))
+                                    .thenComparing(l -> (Long) l.get(3))))
+                                    .computeIfAbsent(List.of(k.topic(), k.partition(), k.offset(), k.stoppingOffset()),
+                                            x -> new long[1])[0] += k.count();
                         }
                     }
                 }
@@ -233,7 +242,26 @@ public final class InspectReport {
             Map<String, List<KafkaOffset>> out = new LinkedHashMap<>();
             acc.forEach((state, m) -> out.put(state, m.entrySet().stream()
                     .map(e -> new KafkaOffset((String) e.getKey().get(0), (Integer) e.getKey().get(1),
-                            (Long) e.getKey().get(2), e.getValue()[0])).collect(java.util.stream.Collectors.toList())));
+                            (Long) e.getKey().get(2), (Long) e.getKey().get(3), e.getValue()[0]))
+                    .collect(java.util.stream.Collectors.toList())));
+            return out;
+        }
+
+        /**
+         * The KafkaSource splits each reader holds ({@code SourceReaderState}), by subtask index;
+         * empty for operators without Kafka splits.
+         */
+        public Map<Integer, List<KafkaOffset>> kafkaReaderSplits() {
+            Map<Integer, List<KafkaOffset>> out = new java.util.TreeMap<>();
+            for (SubtaskInfo s : subtasks) {
+                for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    for (StateInfo st : h.states()) {
+                        if (st.name().equals("SourceReaderState") && !st.kafkaOffsets().isEmpty()) {
+                            out.computeIfAbsent(s.index(), x -> new ArrayList<>()).addAll(st.kafkaOffsets());
+                        }
+                    }
+                }
+            }
             return out;
         }
 
@@ -567,20 +595,29 @@ public final class InspectReport {
 
     /**
      * A Kafka source position decoded natively from {@code topic-partition-offset-states} (the
-     * legacy FlinkKafkaConsumer) or {@code SourceReaderState} (KafkaSource splits; the offset is
-     * the next one to read), with how many elements hold it.
+     * legacy FlinkKafkaConsumer: the offset of the last record processed) or {@code SourceReaderState}
+     * (KafkaSource splits: the starting offset is the next one to read, and a bounded split has a
+     * stopping offset), with how many elements hold it. Markers: -2 earliest, -1 latest, -3
+     * committed; {@link Long#MIN_VALUE} as stopping offset: unbounded.
      */
     public static final class KafkaOffset {
         private final String topic;
         private final int partition;
         private final long offset;
+        private final long stoppingOffset;
         private final long count;
 
-        public KafkaOffset(String topic, int partition, long offset, long count) {
+        public KafkaOffset(String topic, int partition, long offset, long stoppingOffset, long count) {
             this.topic = topic;
             this.partition = partition;
             this.offset = offset;
+            this.stoppingOffset = stoppingOffset;
             this.count = count;
+        }
+
+        /** The stopping offset of a KafkaSource split ({@link Long#MIN_VALUE}: none). */
+        public long stoppingOffset() {
+            return stoppingOffset;
         }
 
         public String topic() {
@@ -604,17 +641,84 @@ public final class InspectReport {
             if (this == o) return true;
             if (!(o instanceof KafkaOffset)) return false;
             KafkaOffset that = (KafkaOffset) o;
-            return java.util.Objects.equals(topic, that.topic) && java.util.Objects.equals(partition, that.partition) && java.util.Objects.equals(offset, that.offset) && java.util.Objects.equals(count, that.count);
+            return java.util.Objects.equals(topic, that.topic) && java.util.Objects.equals(partition, that.partition) && java.util.Objects.equals(offset, that.offset) && stoppingOffset == that.stoppingOffset && java.util.Objects.equals(count, that.count);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(topic, partition, offset, count);
+            return java.util.Objects.hash(topic, partition, offset, stoppingOffset, count);
         }
 
         @Override
         public String toString() {
-            return "KafkaOffset[topic=" + topic + ", partition=" + partition + ", offset=" + offset + ", count=" + count + "]";
+            return "KafkaOffset[topic=" + topic + ", partition=" + partition + ", offset=" + offset + ", stoppingOffset="
+                    + stoppingOffset + ", count=" + count + "]";
+        }
+    }
+
+    /**
+     * A KafkaSource's enumerator state ({@code KafkaSourceEnumState}): the partitions it assigned
+     * to readers and those discovered but not assigned yet (pending). Version 3 (connector 5.x)
+     * stores each partition's split with its offsets; versions 1 and 2 only the partition.
+     */
+    public static final class KafkaEnumerator {
+        private final int version;
+        private final String error;
+        private final boolean initialDiscoveryFinished;
+        private final List<KafkaOffset> assigned;
+        private final List<KafkaOffset> pending;
+
+        public KafkaEnumerator(int version, String error, boolean initialDiscoveryFinished, List<KafkaOffset> assigned,
+                List<KafkaOffset> pending) {
+            this.version = version;
+            this.error = error;
+            this.initialDiscoveryFinished = initialDiscoveryFinished;
+            this.assigned = assigned;
+            this.pending = pending;
+        }
+
+        /** The {@code KafkaSourceEnumStateSerializer} version (-1 if it could not be read). */
+        public int version() {
+            return version;
+        }
+
+        /** Why the state could not be decoded (for example a version from the future); empty if it was. */
+        public String error() {
+            return error;
+        }
+
+        public boolean initialDiscoveryFinished() {
+            return initialDiscoveryFinished;
+        }
+
+        /** Partitions assigned to readers (offsets: version 3 only, else {@link Long#MIN_VALUE}). */
+        public List<KafkaOffset> assigned() {
+            return assigned;
+        }
+
+        /** Partitions discovered but not assigned yet. */
+        public List<KafkaOffset> pending() {
+            return pending;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof KafkaEnumerator)) return false;
+            KafkaEnumerator that = (KafkaEnumerator) o;
+            return version == that.version && error.equals(that.error) && initialDiscoveryFinished == that.initialDiscoveryFinished
+                    && assigned.equals(that.assigned) && pending.equals(that.pending);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(version, error, initialDiscoveryFinished, assigned, pending);
+        }
+
+        @Override
+        public String toString() {
+            return "KafkaEnumerator[version=" + version + ", error=" + error + ", initialDiscoveryFinished="
+                    + initialDiscoveryFinished + ", assigned=" + assigned + ", pending=" + pending + "]";
         }
     }
 

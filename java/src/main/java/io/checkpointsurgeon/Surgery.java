@@ -78,11 +78,73 @@ public final class Surgery {
 
     }
 
+    /**
+     * A split's new starting offset for the Kafka surgery: an offset, one of the connector's
+     * markers (earliest, latest, the group's committed offset), or a shift of the current offset.
+     */
+    public static final class KafkaStart {
+        /** {@code KafkaPartitionSplit}'s markers. */
+        public static final long EARLIEST = -2, LATEST = -1, COMMITTED = -3;
+
+        final boolean shift;
+        final long value;
+
+        private KafkaStart(boolean shift, long value) {
+            this.shift = shift;
+            this.value = value;
+        }
+
+        /** Start at this offset (the first record read is the one at {@code offset}). */
+        public static KafkaStart at(long offset) {
+            if (offset < 0) throw new IllegalArgumentException("an offset is >= 0; got " + offset);
+            return new KafkaStart(false, offset);
+        }
+
+        public static KafkaStart earliest() {
+            return new KafkaStart(false, EARLIEST);
+        }
+
+        public static KafkaStart latest() {
+            return new KafkaStart(false, LATEST);
+        }
+
+        public static KafkaStart committed() {
+            return new KafkaStart(false, COMMITTED);
+        }
+
+        /** The current offset plus {@code delta} (refused for a split that starts at a marker). */
+        public static KafkaStart shift(long delta) {
+            return new KafkaStart(true, delta);
+        }
+
+        /** {@code earliest}, {@code latest} or {@code committed}. */
+        public static KafkaStart marker(String name) {
+            switch (name) {
+                case "earliest":
+                    return earliest();
+                case "latest":
+                    return latest();
+                case "committed":
+                    return committed();
+                default:
+                    throw new IllegalArgumentException("a starting offset marker is earliest, latest or committed; got '"
+                            + name + "'");
+            }
+        }
+
+        @Override
+        public String toString() {
+            if (shift) return (value >= 0 ? "+" : "") + value;
+            return value == EARLIEST ? "earliest" : value == LATEST ? "latest" : value == COMMITTED ? "committed"
+                    : Long.toString(value);
+        }
+    }
+
     /** One operation; the native library gets it through {@link Wire#request}. */
     static final class Operation {
         /** The operation and its tag on the wire. */
         enum Kind {
-            REMOVE_STATE(1), REMOVE_OPERATOR(2), DEDUPE_UNION(3), RENAME_OPERATOR(4), RELOCATE(5);
+            REMOVE_STATE(1), REMOVE_OPERATOR(2), DEDUPE_UNION(3), RENAME_OPERATOR(4), RELOCATE(5), KAFKA(6);
 
             final int tag;
 
@@ -101,6 +163,12 @@ public final class Surgery {
         final String from, to;
         /** relocate: a path outside {@code _metadata} (an HA file's pointer) was moved, so none inside must match. */
         final boolean outside;
+        /** Kafka: the operation (0 migrate-legacy, 1 drop-topic, 2 set-offsets) and its arguments. */
+        int kafkaOp;
+        int enumeratorStateVersion;
+        Integer parallelism, partition;
+        String topic;
+        KafkaStart start;
 
         private Operation(Kind kind, OperatorSelector operators, String state, String toUid, String toOperatorId,
                 String toName) {
@@ -167,6 +235,102 @@ public final class Surgery {
      */
     public static Surgery rename(OperatorSelector operator, String newUid, String newOperatorId, String newName) {
         return new Surgery().andRenameOperator(operator, newUid, newOperatorId, newName);
+    }
+
+    // ---- Kafka
+
+    /**
+     * The {@code KafkaSourceEnumStateSerializer} version that a Kafka connector line writes: 1 for
+     * the connector bundled with Flink 1.14 to 1.16 and for 3.0, 2 for 3.1 to 4.0, 3 for 5.0 and
+     * later. {@code connector} is a connector version as Maven names it (1.15.4, 3.4.0-1.20,
+     * 5.0.0-2.2).
+     */
+    public static int kafkaEnumeratorStateVersion(String connector) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)\\.(\\d+)([.-].*)?").matcher(connector.trim());
+        if (m.matches()) {
+            int major = Integer.parseInt(m.group(1)), minor = Integer.parseInt(m.group(2));
+            if (major == 1 && minor >= 14 && minor <= 16 || major == 3 && minor == 0) return 1;
+            if (major == 3 || major == 4 && minor == 0) return 2;
+            if (major >= 4) return 3;
+        }
+        throw new IllegalArgumentException("'" + connector + "' is not a Kafka connector version such as 1.15.4"
+                + " (bundled with Flink 1.14-1.16), 3.4.0-1.20 or 5.0.0-2.2");
+    }
+
+    /**
+     * The enumerator state version of the Kafka connector on the class path of {@code loader}
+     * ({@code KafkaSourceEnumStateSerializer.getVersion()}), or -1 if the connector is not there.
+     */
+    public static int detectKafkaEnumeratorStateVersion(ClassLoader loader) {
+        try {
+            Class<?> c = Class.forName("org.apache.flink.connector.kafka.source.enumerator.KafkaSourceEnumStateSerializer",
+                    false, loader);
+            return (Integer) c.getMethod("getVersion").invoke(c.getConstructor().newInstance());
+        } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * Turns the FlinkKafkaConsumer state ({@code topic-partition-offset-states}) of the selected
+     * operators into KafkaSource state: one split per partition, starting at the offset after the
+     * last one processed, in the {@code SourceReaderState} of the reader the KafkaSource enumerator
+     * assigns it to for {@code parallelism} readers (null: the operator's parallelism), and the
+     * enumerator's state of version {@code enumeratorStateVersion} in the coordinator state. The
+     * legacy state is purged. {@code offsetNotSet} maps the legacy OFFSET_NOT_SET (null: refuse it).
+     */
+    public static Surgery migrateKafkaLegacy(OperatorSelector operators, int enumeratorStateVersion, Integer parallelism,
+            KafkaStart offsetNotSet) {
+        if (offsetNotSet != null && (offsetNotSet.shift || offsetNotSet.value >= 0)) {
+            throw new IllegalArgumentException("OFFSET_NOT_SET maps onto earliest, latest or committed");
+        }
+        if (parallelism != null && parallelism < 1) throw new IllegalArgumentException("parallelism " + parallelism);
+        Operation op = kafka(operators, 0);
+        op.enumeratorStateVersion = enumeratorStateVersion;
+        op.parallelism = parallelism;
+        op.start = offsetNotSet;
+        return new Surgery().and(op);
+    }
+
+    /**
+     * Removes a topic's splits (only partition {@code partition} when it is not null) from every
+     * reader's {@code SourceReaderState} and from the enumerator state, so that a job that no
+     * longer subscribes to the topic stops reading it (FLINK-34089).
+     */
+    public static Surgery dropKafkaTopic(OperatorSelector operators, String topic, Integer partition) {
+        Operation op = kafka(operators, 1);
+        op.topic = checkTopic(topic);
+        op.partition = partition;
+        return new Surgery().and(op);
+    }
+
+    /**
+     * Sets the starting offset of a topic's splits (only partition {@code partition} when it is not
+     * null) in the readers' state, and in the enumerator's where it holds offsets (version 3).
+     */
+    public static Surgery setKafkaOffsets(OperatorSelector operators, String topic, Integer partition, KafkaStart to) {
+        Operation op = kafka(operators, 2);
+        op.topic = checkTopic(topic);
+        op.partition = partition;
+        op.start = Objects.requireNonNull(to, "to");
+        return new Surgery().and(op);
+    }
+
+    private static Operation kafka(OperatorSelector operators, int kafkaOp) {
+        Operation op = new Operation(Operation.Kind.KAFKA, operators, null, null, null, null);
+        op.kafkaOp = kafkaOp;
+        return op;
+    }
+
+    private Surgery and(Operation op) {
+        operations.add(op);
+        return this;
+    }
+
+    private static String checkTopic(String topic) {
+        Objects.requireNonNull(topic, "topic");
+        if (topic.isEmpty()) throw new IllegalArgumentException("the topic is empty");
+        return topic;
     }
 
     public Surgery andRemoveState(OperatorSelector operators, String stateName) {

@@ -320,7 +320,7 @@ public final class SurgeryPlan {
     }
 
     public long elementsRemoved() {
-        return changes.stream().mapToLong(c -> c.elementsBefore() - c.elementsAfter()).sum();
+        return changes.stream().mapToLong(c -> Math.max(0, c.elementsBefore() - c.elementsAfter())).sum();
     }
 
     public long bytesRemoved() {

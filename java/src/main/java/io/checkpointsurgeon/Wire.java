@@ -17,7 +17,7 @@ import java.util.Map;
  * byte and the value, a list is a u32 count and its items. Not API.
  */
 final class Wire {
-    static final short VERSION = 2;
+    static final short VERSION = 3;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
             REPORT = magic("CSRE"), STATE_FILES = magic("CSSF");
 
@@ -86,11 +86,32 @@ final class Wire {
                     }
                     w.optStr(op.toName);
                     break;
+                case KAFKA:
+                    w.u8(op.kafkaOp);
+                    if (op.kafkaOp == 0) {
+                        w.i32(op.enumeratorStateVersion);
+                        optI32(w, op.parallelism);
+                        w.bool(op.start != null);
+                        w.i64(op.start == null ? 0 : op.start.value);
+                    } else {
+                        w.str(op.topic);
+                        optI32(w, op.partition);
+                        if (op.kafkaOp == 2) {
+                            w.u8(op.start.shift ? 1 : 0);
+                            w.i64(op.start.value);
+                        }
+                    }
+                    break;
                 default:
                     break;
             }
         }
         return w.bytes();
+    }
+
+    private static void optI32(Writer w, Integer v) {
+        w.bool(v != null);
+        w.i32(v == null ? 0 : v);
     }
 
     private static void selector(Writer w, Surgery.OperatorSelector s) {
@@ -168,6 +189,20 @@ final class Wire {
                 long coordinator = r.i64();
                 boolean fully = r.bool();
                 int finished = r.i32();
+                InspectReport.KafkaEnumerator kafkaEnumerator = null;
+                if (r.bool()) {
+                    int enumVersion = r.i32();
+                    String error = r.str();
+                    boolean discovered = r.bool();
+                    int nk = r.count(28);
+                    List<InspectReport.KafkaOffset> assigned = new ArrayList<>(), pending = new ArrayList<>();
+                    for (int j = 0; j < nk; j++) {
+                        InspectReport.KafkaOffset k = new InspectReport.KafkaOffset(r.str(), r.i32(), r.i64(), r.i64(), 1);
+                        (r.i32() == 0 ? assigned : pending).add(k);
+                    }
+                    kafkaEnumerator = new InspectReport.KafkaEnumerator(enumVersion, error, discovered,
+                            List.copyOf(assigned), List.copyOf(pending));
+                }
                 int ns = r.count(24);
                 List<InspectReport.SubtaskInfo> subs = new ArrayList<>(ns);
                 for (int j = 0; j < ns; j++) {
@@ -177,7 +212,7 @@ final class Wire {
                     subs.add(new InspectReport.SubtaskInfo(index, managed, raw, mk, rk, r.i32(), r.i32(), r.i64()));
                 }
                 ops.add(new InspectReport.OperatorInfo(id, name, uid, p, maxP, coordinator, fully, finished,
-                        List.copyOf(subs)));
+                        kafkaEnumerator, List.copyOf(subs)));
             }
             r.end();
             return new InspectReport(source, version, checkpointId, metadataBytes, propertiesBytes,
@@ -203,9 +238,9 @@ final class Wire {
             long elements = r.i64(), bytes = r.i64();
             String serializer = r.str();
             long distinct = r.i64(), digest = r.i64();
-            int k = r.count(24);
+            int k = r.count(32);
             List<InspectReport.KafkaOffset> kafka = new ArrayList<>(k);
-            for (int j = 0; j < k; j++) kafka.add(new InspectReport.KafkaOffset(r.str(), r.i32(), r.i64(), r.i64()));
+            for (int j = 0; j < k; j++) kafka.add(new InspectReport.KafkaOffset(r.str(), r.i32(), r.i64(), r.i64(), r.i64()));
             states.add(new InspectReport.StateInfo(name, mode, elements, bytes, serializer, distinct, digest,
                     List.copyOf(kafka)));
         }
@@ -261,6 +296,15 @@ final class Wire {
             out.write(v >>> 16);
             out.write(v >>> 8);
             out.write(v);
+        }
+
+        void i32(int v) {
+            u32(v);
+        }
+
+        void i64(long v) {
+            u32((int) (v >>> 32));
+            u32((int) v);
         }
 
         void blob(byte[] b) {

@@ -4,6 +4,8 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.testing.KafkaBroker;
+import io.checkpointsurgeon.testing.KafkaState;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
@@ -226,8 +228,8 @@ public final class IncidentDemo {
                 plan.elementsRemoved(), plan.metadataBytesBefore(), plan.metadataBytesAfter(),
                 plan.result().flinkValidation());
         Checkpoint repaired = measure(repairedDir);
-        Map<String, Long> splitsBefore = SplitOffsets.read(from);
-        Map<String, Long> splitsAfter = SplitOffsets.read(repairedDir);
+        Map<String, Long> splitsBefore = KafkaState.startingOffsets(from);
+        Map<String, Long> splitsAfter = KafkaState.startingOffsets(repairedDir);
         // the same offsets as checkpoint-surgeon's inspect decodes them natively
         Map<String, Long> splitsNative = new java.util.TreeMap<>();
         for (io.checkpointsurgeon.InspectReport.OperatorInfo op : CheckpointSurgeon.inspect(from).operators()) {
@@ -431,7 +433,7 @@ public final class IncidentDemo {
             r = CheckpointSurgeon.inspect(dir);
             inspect = Math.min(inspect, (System.nanoTime() - t) / 1e6);
             t = System.nanoTime();
-            SplitOffsets.load(dir);
+            KafkaState.load(dir);
             flink = Math.min(flink, (System.nanoTime() - t) / 1e6);
         }
         long staleElements = 0, staleBytes = 0, readerElements = 0, readerBytes = 0;

@@ -26,7 +26,7 @@ import picocli.CommandLine.Parameters;
         versionProvider = Cli.Version.class,
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
         subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.RenameOperator.class, Cli.Relocate.class, Cli.Ha.class,
-                CommandLine.HelpCommand.class})
+                Cli.Kafka.class,                 CommandLine.HelpCommand.class})
 public final class Cli {
     public static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
 
@@ -540,6 +540,110 @@ public final class Cli {
         }
     }
 
+    @Command(name = "kafka", mixinStandardHelpOptions = true,
+            description = "Kafka source state: move a FlinkKafkaConsumer's offsets into KafkaSource state, drop a topic"
+                    + " a KafkaSource no longer reads, set starting offsets. Plans by default, like every surgery.",
+            subcommands = {KafkaMigrateLegacy.class, KafkaDropTopic.class, KafkaSetOffsets.class})
+    static final class Kafka {
+    }
+
+    /** The topic and partition options of drop-topic and set-offsets. */
+    static final class TopicPartition {
+        @Option(names = "--topic", required = true, paramLabel = "TOPIC", description = "the topic")
+        String topic;
+
+        @Option(names = "--partition", paramLabel = "P", description = "only this partition (default: every partition of the topic)")
+        Integer partition;
+    }
+
+    @Command(name = "migrate-legacy", mixinStandardHelpOptions = true,
+            description = "Turn the FlinkKafkaConsumer state (topic-partition-offset-states) of the source into KafkaSource"
+                    + " state under the same uid: one split per partition, starting after the last offset the job"
+                    + " processed, in the reader the KafkaSource enumerator assigns it to, and the enumerator's state in"
+                    + " the operator's coordinator state; the legacy state is purged. The plan lists every partition"
+                    + " with its legacy offset and its new starting offset.")
+    static final class KafkaMigrateLegacy extends SurgeryCommand {
+        @Option(names = "--connector-version", paramLabel = "VERSION", description = "the Kafka connector of the new job:"
+                + " 1.15.4 (bundled with Flink 1.14-1.16), 3.0.x, 3.4.0-1.20, 4.0.1-2.0, 5.0.0-2.2, ...; default: the"
+                + " connector on the class path")
+        String connectorVersion;
+
+        @Option(names = "--parallelism", paramLabel = "N", description = "the new job's source parallelism (default: the"
+                + " operator's parallelism in the checkpoint)")
+        Integer parallelism;
+
+        @Option(names = "--offset-not-set", paramLabel = "MARKER", description = "where a partition whose legacy offset"
+                + " is OFFSET_NOT_SET starts: earliest, latest or committed (default: refuse)")
+        String offsetNotSet;
+
+        @Override
+        Surgery surgery() {
+            int version;
+            if (connectorVersion != null) {
+                version = Surgery.kafkaEnumeratorStateVersion(connectorVersion);
+            } else {
+                version = Surgery.detectKafkaEnumeratorStateVersion(Cli.class.getClassLoader());
+                if (version < 0) {
+                    throw new IllegalArgumentException("no Kafka connector on the class path: give --connector-version"
+                            + " (the flink-connector-kafka version of the new job)");
+                }
+            }
+            return Surgery.migrateKafkaLegacy(selection.selector(true), version, parallelism,
+                    offsetNotSet == null ? null : Surgery.KafkaStart.marker(offsetNotSet));
+        }
+    }
+
+    @Command(name = "drop-topic", mixinStandardHelpOptions = true,
+            description = "Remove a topic's splits (or one partition's) from every KafkaSource reader and from the"
+                    + " enumerator state, so that a job that no longer subscribes to the topic stops reading it"
+                    + " (a restored KafkaSource keeps reading removed topics: FLINK-34089).")
+    static final class KafkaDropTopic extends SurgeryCommand {
+        @CommandLine.Mixin
+        TopicPartition tp = new TopicPartition();
+
+        @Override
+        Surgery surgery() {
+            return Surgery.dropKafkaTopic(selection.selector(true), tp.topic, tp.partition);
+        }
+    }
+
+    @Command(name = "set-offsets", mixinStandardHelpOptions = true,
+            description = "Set the starting offset of a topic's KafkaSource splits (or one partition's): the first record"
+                    + " the restored job reads from it. The enumerator state is updated where it holds offsets.")
+    static final class KafkaSetOffsets extends SurgeryCommand {
+        @CommandLine.Mixin
+        TopicPartition tp = new TopicPartition();
+
+        @CommandLine.ArgGroup(exclusive = true, multiplicity = "1")
+        Start start;
+
+        static final class Start {
+            @Option(names = "--offset", paramLabel = "N", description = "start at offset N")
+            Long offset;
+
+            @Option(names = "--earliest", description = "start at the earliest offset")
+            boolean earliest;
+
+            @Option(names = "--latest", description = "start at the latest offset")
+            boolean latest;
+
+            @Option(names = "--committed", description = "start at the group's committed offset")
+            boolean committed;
+
+            @Option(names = "--shift", paramLabel = "DELTA", description = "move the current offset by DELTA (+ or -)")
+            Long shift;
+        }
+
+        @Override
+        Surgery surgery() {
+            Surgery.KafkaStart to = start.offset != null ? Surgery.KafkaStart.at(start.offset)
+                    : start.shift != null ? Surgery.KafkaStart.shift(start.shift)
+                    : start.earliest ? Surgery.KafkaStart.earliest()
+                    : start.latest ? Surgery.KafkaStart.latest() : Surgery.KafkaStart.committed();
+            return Surgery.setKafkaOffsets(selection.selector(true), tp.topic, tp.partition, to);
+        }
+    }
+
     @Command(name = "ha", mixinStandardHelpOptions = true,
             description = "HA CompletedCheckpoint files (ZooKeeper or Kubernetes HA storage dir). Needs the Flink jars "
                     + "of the cluster's version on the classpath.",
@@ -774,6 +878,11 @@ public final class Cli {
         return sb.toString();
     }
 
+    /** A Kafka offset, or the name of the connector's marker. */
+    static String kafkaOffset(long o) {
+        return o == -2 ? "EARLIEST" : o == -1 ? "LATEST" : o == -3 ? "COMMITTED" : Long.toString(o);
+    }
+
     static String table(InspectReport r, boolean subtasks) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "checkpoint %d: %s%n  _metadata version %d, %s%n",
@@ -798,7 +907,35 @@ public final class Cli {
                             printable(t.name()), t.mode(), t.elements(), t.bytes() < 0 ? "?" : String.format(Locale.ROOT, "%,d", t.bytes()), t.handles()));
                 }
             }
+            var readerSplits = op.kafkaReaderSplits();
+            if (!readerSplits.isEmpty()) {
+                sb.append("  KafkaSource reader splits (SourceReaderState): topic-partition from starting offset [to stopping offset]")
+                        .append(System.lineSeparator());
+                readerSplits.forEach((subtask, splits) -> sb.append(String.format(Locale.ROOT, "    subtask %d: %s%n", subtask,
+                        splits.stream().map(k -> printable(k.topic()) + "-" + k.partition() + " from " + kafkaOffset(k.offset())
+                                + (k.stoppingOffset() == Long.MIN_VALUE ? "" : " to " + kafkaOffset(k.stoppingOffset()))
+                                + (k.count() > 1 ? " (x" + k.count() + ")" : ""))
+                                .collect(java.util.stream.Collectors.joining(", ")))));
+            }
+            InspectReport.KafkaEnumerator en = op.kafkaEnumerator();
+            if (en != null) {
+                if (!en.error().isEmpty()) {
+                    sb.append("  KafkaSource enumerator state: not readable: ").append(printable(en.error())).append(System.lineSeparator());
+                } else {
+                    sb.append(String.format(Locale.ROOT, "  KafkaSource enumerator state (version %d%s): %d assigned, %d pending%n",
+                            en.version(), en.initialDiscoveryFinished() ? ", initial discovery finished" : "",
+                            en.assigned().size(), en.pending().size()));
+                    for (var part : java.util.List.of(java.util.Map.entry("assigned", en.assigned()), java.util.Map.entry("pending", en.pending()))) {
+                        if (part.getValue().isEmpty()) continue;
+                        sb.append(String.format(Locale.ROOT, "    %s: %s%n", part.getKey(), part.getValue().stream()
+                                .map(k -> printable(k.topic()) + "-" + k.partition()
+                                        + (k.offset() == Long.MIN_VALUE ? "" : " from " + kafkaOffset(k.offset())))
+                                .collect(java.util.stream.Collectors.joining(", "))));
+                    }
+                }
+            }
             op.kafkaOffsets().forEach((state, offsets) -> {
+                if (state.equals("SourceReaderState")) return;
                 sb.append(String.format(Locale.ROOT, "  Kafka offsets in %s:%n", state));
                 int shown = 0;
                 for (InspectReport.KafkaOffset k : offsets) {

@@ -1,4 +1,4 @@
-package io.checkpointsurgeon.demo;
+package io.checkpointsurgeon.testing;
 
 import org.apache.kafka.clients.admin.AdminClient;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -19,11 +19,14 @@ import java.util.concurrent.TimeUnit;
 /**
  * A single-node Kafka broker in KRaft mode (broker and controller in one process), started as a
  * local Java process on 127.0.0.1 with a log dir under a temporary directory. It runs in its own
- * JVM so that the broker's kafka-clients (3.x) never meets the connector's (2.8.1, Flink 1.15).
- * The class path of the broker comes from the system property {@code demo.broker.classpath}
- * (set by the gradle tasks to the {@code demoBroker} configuration).
+ * JVM so that the broker's kafka-clients (3.x) never meets the connector's (2.8.1 in Flink 1.15).
+ * The class path of the broker comes from the system property {@value #CLASSPATH} (set by the
+ * gradle tasks to the {@code kafkaBroker} configuration). The demo and the Kafka surgery tests
+ * share it.
  */
-final class KafkaBroker implements AutoCloseable {
+public final class KafkaBroker implements AutoCloseable {
+    public static final String CLASSPATH = "kafka.broker.classpath";
+
     private final Process process;
     private final Path logFile;
     private final String bootstrap;
@@ -37,14 +40,14 @@ final class KafkaBroker implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(shutdownHook);
     }
 
-    String bootstrapServers() {
+    public String bootstrapServers() {
         return bootstrap;
     }
 
-    static KafkaBroker start(Path dir) throws Exception {
-        String cp = System.getProperty("demo.broker.classpath");
+    public static KafkaBroker start(Path dir) throws Exception {
+        String cp = System.getProperty(CLASSPATH);
         if (cp == null || cp.isEmpty()) {
-            throw new IllegalStateException("system property demo.broker.classpath is not set (run through gradle demo / testDemo)");
+            throw new IllegalStateException("system property " + CLASSPATH + " is not set (run through gradle)");
         }
         Files.createDirectories(dir);
         int brokerPort = freePort();
@@ -127,7 +130,7 @@ final class KafkaBroker implements AutoCloseable {
         throw new IllegalStateException("kafka broker not ready after 120 s: " + last + "\n" + tail(logFile));
     }
 
-    AdminClient admin() {
+    public AdminClient admin() {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
@@ -135,7 +138,7 @@ final class KafkaBroker implements AutoCloseable {
         return AdminClient.create(p);
     }
 
-    void createTopic(String name, int partitions) throws Exception {
+    public void createTopic(String name, int partitions) throws Exception {
         try (AdminClient admin = admin()) {
             admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
         }
@@ -160,7 +163,7 @@ final class KafkaBroker implements AutoCloseable {
         }
     }
 
-    static String tail(Path log) {
+    public static String tail(Path log) {
         try {
             List<String> l = Files.readAllLines(log, StandardCharsets.UTF_8);
             return String.join("\n", l.subList(Math.max(0, l.size() - 40), l.size()));
