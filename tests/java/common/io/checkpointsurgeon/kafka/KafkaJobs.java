@@ -42,6 +42,15 @@ import java.util.function.Consumer;
 public final class KafkaJobs {
     public static final String SOURCE_UID = "kafka-source";
 
+    /**
+     * The numbered topic of MigrateLegacyTest: {@value #NUMBERS_FIRST} records per partition before
+     * the legacy savepoint, {@value #NUMBERS_END} in all. MigratedOn120Test produces the same records.
+     */
+    static final String NUMBERS = "numbers";
+    static final int NUMBERS_PARTITIONS = 4, NUMBERS_FIRST = 600, NUMBERS_END = 700;
+    /** Where the Flink 1.20 suite leaves its migrated savepoint for the Flink 2.x suite (set by the build). */
+    static final String HAND_OVER = "kafka.migrated.handOver";
+
     /** The positions each run read, in order, by run name. */
     static final Map<String, Queue<String>> SEEN = new ConcurrentHashMap<>();
 

@@ -53,8 +53,8 @@ import static org.junit.Assert.assertTrue;
  * KafkaSource must read from the migrated one.
  */
 public class MigrateLegacyTest {
-    static final String TOPIC = "numbers", GROUP = "legacy-consumer";
-    static final int PARTITIONS = 4, FIRST = 600, END = 700;
+    static final String TOPIC = KafkaJobs.NUMBERS, GROUP = "legacy-consumer";
+    static final int PARTITIONS = KafkaJobs.NUMBERS_PARTITIONS, FIRST = KafkaJobs.NUMBERS_FIRST, END = KafkaJobs.NUMBERS_END;
 
     @ClassRule
     public static final TemporaryFolder TMP = new TemporaryFolder();
@@ -186,7 +186,30 @@ public class MigrateLegacyTest {
         }
         System.out.printf("migrate-legacy: %d partitions, %d records read after the savepoint by the KafkaSource, "
                 + "0 missing, 0 duplicates (enumerator state version %d)%n", v2.size(), records, en.version);
+
+        // inspect shows the readers' splits and the enumerator state
+        CliProcess.Result inspect = CliProcess.withFlink("inspect", migrated.toString()).run();
+        assertEquals(inspect.output, 0, inspect.exitCode);
+        assertTrue(inspect.output, inspect.output.contains("KafkaSource enumerator state (version " + detected
+                + ", initial discovery finished): 4 assigned, 0 pending"));
+        for (Map.Entry<String, Long> e : starts.entrySet()) {
+            assertTrue(inspect.output, inspect.output.contains(e.getKey() + " from " + e.getValue()));
+        }
+
+        // the newest Flink 2.x restores it with its connector (MigratedOn120Test, run by testFlink23 afterwards)
+        String handOver = System.getProperty(KafkaJobs.HAND_OVER);
+        if (handOver != null) {
+            Path to = Path.of(handOver);
+            io.checkpointsurgeon.testing.TestFiles.deleteRecursively(to);
+            io.checkpointsurgeon.testing.TestFiles.copyRecursively(migrated, to.resolve("savepoint"));
+            Properties p = new Properties();
+            starts.forEach((k, v) -> p.setProperty(k, String.valueOf(v)));
+            try (java.io.Writer w = Files.newBufferedWriter(to.resolve("starting-offsets.properties"))) {
+                p.store(w, "starting offsets of the migrated savepoint; topic " + TOPIC + ", records 0 to " + END);
+            }
+        }
     }
+
 
     static boolean mentions(Path dir, String text) throws Exception {
         byte[] needle = text.getBytes(StandardCharsets.UTF_8);
