@@ -122,6 +122,23 @@ fn a_state_that_is_not_kafka_is_refused() {
 }
 
 #[test]
+fn a_starting_offset_that_is_no_offset_or_marker_is_refused() {
+    let (code, msg) = refusal(
+        "flip27-source",
+        Request::kafka(
+            Selector::All,
+            KafkaOperation::SetOffsets {
+                topic: "t".into(),
+                partition: None,
+                to: NewOffset::At(-7),
+            },
+        ),
+    );
+    assert_eq!(code, Code::InvalidArgument, "{msg}");
+    assert!(msg.contains("-7 is no starting offset"), "{msg}");
+}
+
+#[test]
 fn a_kafka_surgery_goes_alone() {
     let dir = &fixture_dirs("stale-union")[0];
     let cp = Checkpoint::open(dir).unwrap();

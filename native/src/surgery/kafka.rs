@@ -128,7 +128,17 @@ pub fn apply(
                 topic,
                 partition,
                 to,
-            } => s.edit_splits(o, topic, *partition, Some(*to), *selector == Selector::All)?,
+            } => {
+                if let NewOffset::At(n) = to {
+                    if !kafka::valid_starting_offset(*n) {
+                        return Err(Error::InvalidArgument(format!(
+                            "{n} is no starting offset: an offset >= 0, or -2 (earliest), -1 \
+                             (latest), -3 (committed)"
+                        )));
+                    }
+                }
+                s.edit_splits(o, topic, *partition, Some(*to), *selector == Selector::All)?
+            }
         };
     }
     Ok(hit)
@@ -176,15 +186,20 @@ impl OperatorSurgery<'_> {
     }
 
     /// Writes `parts` as the new stream of `state`'s managed operator state, in place of
-    /// `delegate`'s (inline stays inline, a file becomes a new file).
+    /// `delegate`'s (inline stays inline, a file becomes a new file); `new_subtask`: a subtask
+    /// without operator state so far, whose stream takes `delegate`'s kind and replaces nothing.
     fn put(
         &mut self,
         state: &mut SubtaskState,
         parts: &StreamParts,
         delegate: &StreamHandle,
+        new_subtask: Option<i32>,
     ) -> Result<()> {
         let (pieces, len, map) = opstate::join_stream(parts);
-        let (handle, stream) = replace_stream(delegate, pieces, len, self.name_stream)?;
+        let (handle, mut stream) = replace_stream(delegate, pieces, len, self.name_stream)?;
+        if let Some(i) = new_subtask {
+            stream.replaces = format!("(new stream of subtask {i})");
+        }
         let flag = state.managed_operator.as_ref().map_or(1, |(f, _)| *f);
         state.managed_operator = Some((
             flag,
@@ -375,6 +390,7 @@ impl OperatorSurgery<'_> {
         let mut entries = Vec::with_capacity(p as usize);
         for i in 0..upto {
             let (mut state, taken) = subtasks.remove(&i).unwrap_or_else(|| (blank.clone(), None));
+            let is_new = state.managed_operator.is_none();
             let (mut parts, delegate) = match taken {
                 Some(t) => (t.parts, t.delegate),
                 None => (
@@ -431,7 +447,7 @@ impl OperatorSurgery<'_> {
                     describe_offset(s.offset)
                 );
             }
-            self.put(&mut state, &parts, &delegate)?;
+            self.put(&mut state, &parts, &delegate, is_new.then_some(i))?;
             entries.push(SubtaskEntry::State(i, Box::new(state)));
         }
         let enum_state = EnumState {
@@ -700,7 +716,7 @@ impl OperatorSurgery<'_> {
             let SubtaskEntry::State(_, state) = &mut list[at] else {
                 unreachable!("readers are subtask states")
             };
-            self.put(state, &parts, &delegate)?;
+            self.put(state, &parts, &delegate, None)?;
         }
         if let Some(s) = new_enum {
             let name = match &op.coordinator {

@@ -128,8 +128,12 @@ final class Doctor {
                     out.add(new CheckpointSurgeon.Finding("ERROR", "STALE_UNION_STATE", String.format(Locale.ROOT,
                             "union state '%s' of operator %s is identical in all %d subtasks and repeats its values"
                                     + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
-                                    + " no longer reads, which multiplies by the parallelism on every restore",
-                            t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements()),
+                                    + " no longer reads, which multiplies by the parallelism on every restore%s",
+                            t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements(),
+                            t.name().equals("topic-partition-offset-states")
+                                    ? " (FlinkKafkaConsumer's offsets: a KafkaSource under the same uid never reads"
+                                    + " them; a job still on FlinkKafkaConsumer moves them into KafkaSource state with"
+                                    + " kafka migrate-legacy)" : ""),
                             new CheckpointSurgeon.Remedy("remove-state", op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
                             List.of(new CheckpointSurgeon.Remedy("dedupe-union", op.id(), t.name()))));

@@ -42,7 +42,7 @@ public class HostileInputTest {
         Random rnd = new Random(42);
         int failures = 0, accepted = 0, truncationsAccepted = 0;
         long rssAfterWarmup = 0;
-        for (int i = 0; i < 3000; i++) {
+        for (int i = 0; i < 6000; i++) {
             byte[] good = inputs.get(i % inputs.size());
             byte[] bad;
             if (i % 3 == 0) {
@@ -67,17 +67,22 @@ public class HostileInputTest {
                 assertTrue(e.getMessage(), e.getMessage().startsWith("corrupt-" + i + ": at byte ")
                         || e.getMessage().startsWith("<bytes>: at byte ") || e.code().name().equals("INVALID_ARGUMENT"));
             }
-            if (i == 999) {
+            if (i == 2999) {
                 rssAfterWarmup = rssKiB();
             }
         }
         long rssEnd = rssKiB();
+        System.out.printf("RSS outside the Java heap: %d KiB after the warm-up, %d KiB at the end%n", rssAfterWarmup, rssEnd);
         // every truncated file is rejected; a flipped byte may land in payload bytes and stay valid
         assertEquals("truncated files accepted", 0, truncationsAccepted);
-        assertTrue("only " + failures + " of 3000 corrupted inputs were rejected", failures >= 1000);
-        assertTrue(accepted + failures == 3000);
-        // 2000 more calls after warm-up may not grow the process outside the Java heap (the native
-        // side: the parsed models, mappings) by more than 64 MiB
+        assertTrue("only " + failures + " of 6000 corrupted inputs were rejected", failures >= 2000);
+        assertTrue(accepted + failures == 6000);
+        // 3000 more calls after a warm-up of 3000 may not grow the process outside the Java heap
+        // (the native side: the parsed models, mappings) by more than 64 MiB. The resident set
+        // settles in steps (glibc keeps freed memory once its dynamic mmap threshold has risen; the
+        // JIT's code cache grows): measured over 15,000 calls it was 159, 182, 190, 190, 190 MiB
+        // after each 3000, so 1000 calls of warm-up, as before, left a step of about 70 MiB to the
+        // measured part now and then. A leak keeps growing.
         assertTrue("RSS outside the Java heap grew from " + rssAfterWarmup + " to " + rssEnd + " KiB",
                 rssEnd - rssAfterWarmup < 64 * 1024);
     }

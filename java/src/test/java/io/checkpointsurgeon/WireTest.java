@@ -46,6 +46,38 @@ public class WireTest {
     }
 
     @Test
+    public void kafkaRequestsCrossUnchanged() throws Exception {
+        NativeBridge.ensureLoaded();
+        Surgery.OperatorSelector uid = Surgery.OperatorSelector.uid("kafka-source");
+        for (Surgery s : List.of(
+                Surgery.migrateKafkaLegacy(uid, 3, 7, Surgery.KafkaStart.earliest()),
+                Surgery.migrateKafkaLegacy(Surgery.OperatorSelector.all(), 1, null, null),
+                Surgery.dropKafkaTopic(uid, "tópico\t😀", null),
+                Surgery.setKafkaOffsets(uid, "t", 3, Surgery.KafkaStart.shift(-5)),
+                Surgery.setKafkaOffsets(uid, "t", null, Surgery.KafkaStart.at(Long.MAX_VALUE)))) {
+            byte[] bytes = Wire.request(s);
+            assertArrayEquals(bytes, NativeBridge.wireEcho(bytes));
+        }
+    }
+
+    @Test
+    public void kafkaConnectorLinesMapToTheirEnumeratorStateVersions() {
+        String[][] lines = {{"1.15.4", "1"}, {"1.14.6", "1"}, {"3.0.2-1.18", "1"}, {"3.1.0-1.18", "2"},
+            {"3.4.0-1.20", "2"}, {"4.0.1-2.0", "2"}, {"5.0.0-2.2", "3"}};
+        for (String[] l : lines) assertEquals(l[0], Integer.parseInt(l[1]), Surgery.kafkaEnumeratorStateVersion(l[0]));
+        for (String bad : List.of("", "1.20.3", "2.0", "x.y", "1")) {
+            try {
+                Surgery.kafkaEnumeratorStateVersion(bad);
+                fail(bad);
+            } catch (IllegalArgumentException expected) {
+                assertTrue(expected.getMessage(), expected.getMessage().contains("'" + bad + "'"));
+            }
+        }
+        // no connector on this class path
+        assertEquals(-1, Surgery.detectKafkaEnumeratorStateVersion(WireTest.class.getClassLoader()));
+    }
+
+    @Test
     public void modifiedUtf8IsJavasOwn() throws Exception {
         for (String n : ODD_NAMES) {
             ByteArrayOutputStream b = new ByteArrayOutputStream();

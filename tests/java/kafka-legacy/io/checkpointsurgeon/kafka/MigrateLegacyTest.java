@@ -189,6 +189,7 @@ public class MigrateLegacyTest {
 
         // inspect shows the readers' splits and the enumerator state
         CliProcess.Result inspect = CliProcess.withFlink("inspect", migrated.toString()).run();
+        System.out.println(inspect.output);
         assertEquals(inspect.output, 0, inspect.exitCode);
         assertTrue(inspect.output, inspect.output.contains("KafkaSource enumerator state (version " + detected
                 + ", initial discovery finished): 4 assigned, 0 pending"));

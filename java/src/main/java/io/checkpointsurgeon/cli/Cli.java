@@ -859,7 +859,7 @@ public final class Cli {
             sb.append(String.format(Locale.ROOT, "  ... and %,d more paths (--json lists them all)%n", moved.size() - 20));
         }
         for (SurgeryPlan.NewStream s : p.newStreams()) {
-            sb.append(String.format(Locale.ROOT, "  rewrite %s -> %s (%s)%n", s.replaces(),
+            sb.append(String.format(Locale.ROOT, "  %s %s -> %s (%s)%n", s.replaces().startsWith("(") ? "write" : "rewrite", s.replaces(),
                     s.fileName().isEmpty() ? "inline in _metadata" : "new file " + s.fileName(), bytes(s.bytes())));
         }
         sb.append(String.format(Locale.ROOT, "  %,d elements and %s of state removed; _metadata %s -> %s%n",
