@@ -73,6 +73,16 @@ passed=$((rust_passed + junit_passed + fuzz_passed))
 failed=$((rust_failed + junit_failed + fuzz_failed))
 
 echo "rust: ${rust_passed} passed, ${rust_failed} failed; junit: ${junit_passed} passed, ${junit_failed} failed, ${junit_skipped} skipped; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed; gradle exit ${gradle_rc}"
+# The tests must leave the checkout as they found it (fixtures included): anything they added or
+# changed outside ignored paths counts as a failure.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    dirty=$(git status --porcelain --untracked-files=all)
+    if [ -n "$dirty" ]; then
+        echo "the tests left the git tree changed:"
+        printf '%s\n' "$dirty" | head -20
+        failed=$((failed + 1))
+    fi
+fi
 if [ "$gradle_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
     # The build itself failed (compile error, crashed JVM, ...): count it as a failure.
     failed=1

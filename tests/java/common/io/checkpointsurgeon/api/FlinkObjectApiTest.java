@@ -45,7 +45,7 @@ public class FlinkObjectApiTest {
 
     @Test
     public void checkpointMetadataInCheckpointMetadataOut() throws Exception {
-        Path dir = TestFiles.fixture("stale-union");
+        Path dir = TestFiles.copyToTempDir(TestFiles.fixture("stale-union"), "cs-flink-object");
         CheckpointMetadata md;
         try (InputStream in = Files.newInputStream(dir.resolve("_metadata"))) {
             md = Checkpoints.loadCheckpointMetadata(new DataInputStream(in), getClass().getClassLoader(), dir.toString());
@@ -64,7 +64,8 @@ public class FlinkObjectApiTest {
     public void completedCheckpointIsRepairedInPlace() throws Exception {
         Assume.assumeTrue("builds the CompletedCheckpoint with the Flink 1.15 constructor",
                 "1.15.4".equals(System.getProperty("flink.version")));
-        Path file = KillDuringRepairTest.completedCheckpointOf(TestFiles.fixture("stale-union"));
+        Path file = KillDuringRepairTest.completedCheckpointOf(TestFiles.copyToTempDir(TestFiles.fixture("stale-union"),
+                "cs-flink-object"));
         CompletedCheckpoint cc;
         try (InputStream in = Files.newInputStream(file)) {
             cc = InstantiationUtil.deserializeObject(in, getClass().getClassLoader());

@@ -133,7 +133,9 @@ public class KillDuringRepairTest {
     public void killedHaRepairsLeaveTheOldOrTheNewFile() throws Exception {
         Assume.assumeTrue("builds the HA file with the Flink 1.15 CompletedCheckpoint constructor",
                 "1.15.4".equals(System.getProperty("flink.version")));
-        Path fixture = completedCheckpointOf(TestFiles.fixture("stale-union"));
+        // a copy: a repair killed after staging leaves its _metadata.tmp-* in the checkpoint directory
+        // the HA file points to, which must not be the repository's fixture
+        Path fixture = completedCheckpointOf(TestFiles.copyToTempDir(TestFiles.fixture("stale-union"), "cs-kill-ha-checkpoint"));
         byte[] original = Files.readAllBytes(fixture);
         Random rnd = new Random(11);
         int trials = Integer.getInteger("kill.ha.trials", 30), oldSeen = 0, newSeen = 0;
