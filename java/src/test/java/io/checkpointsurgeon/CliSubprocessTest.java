@@ -36,7 +36,9 @@ public class CliSubprocessTest {
     public void everyCommandHasHelp() throws Exception {
         for (String[] c : new String[][] {{"--help"}, {"inspect", "--help"}, {"doctor", "--help"},
                 {"remove-state", "--help"}, {"remove-operator", "--help"}, {"dedupe-union", "--help"},
-                {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"}}) {
+                {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"}, {"kafka", "--help"},
+                {"kafka", "migrate-legacy", "--help"}, {"kafka", "drop-topic", "--help"}, {"kafka", "set-offsets", "--help"},
+                {"diff", "--help"}, {"history", "--help"}}) {
             Result r = cli(c);
             assertEquals(String.join(" ", c) + ": " + r.err, 0, r.code);
             assertTrue(r.out, r.out.startsWith("Usage: checkpoint-surgeon"));

@@ -2,6 +2,7 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Json;
 import io.checkpointsurgeon.Surgery;
@@ -26,7 +27,7 @@ import picocli.CommandLine.Parameters;
         versionProvider = Cli.Version.class,
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
         subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.RenameOperator.class, Cli.Relocate.class, Cli.Ha.class,
-                Cli.Kafka.class,                 CommandLine.HelpCommand.class})
+                Cli.Kafka.class, Cli.DiffCommand.class, Cli.HistoryCommand.class,                 CommandLine.HelpCommand.class})
 public final class Cli {
     public static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
 
@@ -537,6 +538,168 @@ public final class Cli {
             spec.commandLine().getErr().println("error [VALIDATION]: " + missing.size() + " rewritten paths do not exist"
                     + " under " + to + (apply ? "; nothing was written" : "") + ". Copy the files there first.");
             return INVALID;
+        }
+    }
+
+    @Command(name = "diff", mixinStandardHelpOptions = true,
+            description = "Compare two checkpoints: per operator and state the elements, bytes and distinct values in A and"
+                    + " in B, the growth factor, states added or removed, and keyed and coordinator state sizes.")
+    static final class DiffCommand implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "A", description = "the older checkpoint or savepoint")
+        String a;
+
+        @Parameters(index = "1", paramLabel = "B", description = "the newer checkpoint or savepoint")
+        String b;
+
+        @Option(names = "--json", description = "print JSON")
+        boolean json;
+
+        @Option(names = "--max-growth", paramLabel = "FACTOR", description = "exit 4 when a state's element count grew by"
+                + " more than FACTOR from A to B")
+        Double maxGrowth;
+
+        @CommandLine.Mixin
+        FlinkFsOptions fs = new FlinkFsOptions();
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws CheckpointSurgeonException {
+            fs.apply(a);
+            fs.apply(b);
+            Growth.Diff d = Growth.diff(CheckpointSurgeon.inspect(a), CheckpointSurgeon.inspect(b));
+            PrintWriter out = spec.commandLine().getOut();
+            if (json) {
+                out.print(d.toJson());
+            } else {
+                out.printf(Locale.ROOT, "A: checkpoint %d, _metadata %s  %s%nB: checkpoint %d, _metadata %s  %s%n",
+                        d.checkpointA(), bytes(d.metadataBytesA()), d.a(), d.checkpointB(), bytes(d.metadataBytesB()), d.b());
+                out.printf(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", "operator", "state", "change",
+                        "elements A", "elements B", "factor", "bytes A", "bytes B", "distinct A", "distinct B");
+                for (Growth.StateChange c : d.states()) {
+                    out.printf(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", c.operatorId(),
+                            printable(c.state()), c.change(), count(c.elementsA()), count(c.elementsB()),
+                            c.elementsA() > 0 && c.elementsB() >= 0 ? String.format(Locale.ROOT, "x%.2f", c.factor()) : "-",
+                            count(c.bytesA()), count(c.bytesB()), count(c.distinctA()), count(c.distinctB()));
+                }
+                for (Growth.OperatorChange o : d.operators()) {
+                    if (o.keyedBytesA() != o.keyedBytesB() || o.coordinatorBytesA() != o.coordinatorBytesB()
+                            || o.parallelismA() != o.parallelismB()) {
+                        out.printf(Locale.ROOT, "  operator %s%s: parallelism %s -> %s, keyed state %s -> %s, coordinator state %s -> %s%n",
+                                o.operatorId(), o.uid().isEmpty() ? "" : " (uid " + printable(o.uid()) + ")",
+                                count(o.parallelismA()), count(o.parallelismB()), count(o.keyedBytesA()),
+                                count(o.keyedBytesB()), count(o.coordinatorBytesA()), count(o.coordinatorBytesB()));
+                    }
+                }
+            }
+            out.flush();
+            if (maxGrowth != null && d.maxFactor() > maxGrowth) {
+                spec.commandLine().getErr().printf(Locale.ROOT, "a state grew by x%.2f, more than --max-growth %s%n",
+                        d.maxFactor(), maxGrowth);
+                return FINDINGS;
+            }
+            return OK;
+        }
+    }
+
+    /** A count, or "-" for a value that is absent (-1). */
+    static String count(long n) {
+        return n < 0 ? "-" : String.format(Locale.ROOT, "%,d", n);
+    }
+
+    @Command(name = "history", mixinStandardHelpOptions = true,
+            description = "The series of every state over a job's checkpoints: give checkpoint or savepoint directories,"
+                    + " or a job's checkpoint directory (its chk-* are taken). Finds a union state that is multiplied by"
+                    + " the parallelism from checkpoint to checkpoint, the signature of a state nothing reads, while it is"
+                    + " still small; exits 4 when it finds one.")
+    static final class HistoryCommand implements Callable<Integer> {
+        @Parameters(arity = "1..*", paramLabel = "PATH", description = "checkpoints, savepoints, or directories holding them")
+        java.util.List<String> paths;
+
+        @Option(names = "--json", description = "print JSON")
+        boolean json;
+
+        @Option(names = "--svg", paramLabel = "FILE", description = "also write the chart of element counts to FILE (a new file)")
+        Path svg;
+
+        @CommandLine.Mixin
+        FlinkFsOptions fs = new FlinkFsOptions();
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws CheckpointSurgeonException {
+            java.util.List<InspectReport> reports = new java.util.ArrayList<>();
+            java.util.List<String> dirs = new java.util.ArrayList<>();
+            for (String p : paths) {
+                for (String cp : checkpointsUnder(p)) {
+                    fs.apply(cp);
+                    reports.add(CheckpointSurgeon.inspect(cp));
+                    dirs.add(cp);
+                }
+            }
+            if (reports.isEmpty()) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "no checkpoint under " + paths);
+            }
+            Growth.History h = Growth.history(reports);
+            Growth.Checkpoint last = h.checkpoints().get(h.checkpoints().size() - 1);
+            String lastDir = last.path().endsWith("/_metadata") ? last.path().substring(0, last.path().length() - 10) : last.path();
+            PrintWriter out = spec.commandLine().getOut();
+            if (json) {
+                out.print(h.toJson());
+            } else {
+                out.print("checkpoint ");
+                for (Growth.Checkpoint c : h.checkpoints()) out.printf(Locale.ROOT, "%12d", c.id());
+                out.println();
+                out.print("_metadata  ");
+                for (Growth.Checkpoint c : h.checkpoints()) out.printf(Locale.ROOT, "%12s", count(c.metadataBytes()));
+                out.println();
+                for (Growth.Series s : h.series()) {
+                    out.printf(Locale.ROOT, "%s %s (%s)%n", s.operatorId(), printable(s.state()), s.mode());
+                    out.print("  elements ");
+                    for (long e : s.elements()) out.printf(Locale.ROOT, "%12s", count(e));
+                    out.println();
+                    out.print("  parallel ");
+                    for (int p : s.parallelism()) out.printf(Locale.ROOT, "%12s", count(p));
+                    out.println();
+                }
+                for (CheckpointSurgeon.Finding f : h.findings()) {
+                    out.printf("%s %s: %s%n  fix: %s%n", f.severity(), f.code(), f.message(), command(f.fix(), lastDir));
+                    for (CheckpointSurgeon.Remedy r : f.alternatives()) out.printf("  or:  %s%n", command(r, lastDir));
+                }
+            }
+            out.flush();
+            if (svg != null) {
+                try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(svg, java.nio.file.StandardOpenOption.CREATE_NEW,
+                        java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                    o.write(Growth.svg(h).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                } catch (java.io.IOException e) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, svg + ": " + e
+                            + " (--svg writes a new file, never over an existing one)", e);
+                }
+            }
+            return h.findings().isEmpty() ? OK : FINDINGS;
+        }
+
+        /**
+         * The checkpoints a path names: itself when it holds {@code _metadata} (or is one, or is a
+         * Flink path), else every directory below it, two levels deep, that holds {@code _metadata}
+         * (a job's {@code chk-*}, a savepoint directory's {@code savepoint-*}).
+         */
+        static java.util.List<String> checkpointsUnder(String path) throws CheckpointSurgeonException {
+            if (CheckpointSurgeon.isFlinkPath(path)) return java.util.List.of(path);
+            Path p = Path.of(path);
+            if (p.getFileName() != null && p.getFileName().toString().equals("_metadata") || java.nio.file.Files.isRegularFile(p.resolve("_metadata"))) {
+                return java.util.List.of(path);
+            }
+            try (java.util.stream.Stream<Path> s = java.nio.file.Files.find(p, 3,
+                    (f, a) -> a.isRegularFile() && f.getFileName().toString().equals("_metadata"))) {
+                return s.map(f -> f.getParent().toString()).sorted().collect(java.util.stream.Collectors.toList());
+            } catch (java.io.IOException | java.io.UncheckedIOException e) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, path + ": " + e, e);
+            }
         }
     }
 
