@@ -699,13 +699,26 @@ fn enc_handle(e: &mut Enc, h: &Option<HandleReport>) {
         e.i64(s.distinct);
         e.i64(s.digest);
         enc_list(e, &s.kafka, |e, (k, n)| {
-            e.str(&k.topic);
-            e.i32(k.partition);
-            e.i64(k.offset);
-            e.i64(k.stopping);
+            enc_kafka_offset(e, k);
             e.i64(*n as i64);
         });
     });
+}
+
+fn enc_kafka_offset(e: &mut Enc, k: &KafkaOffset) {
+    e.str(&k.topic);
+    e.i32(k.partition);
+    e.i64(k.offset);
+    e.i64(k.stopping);
+}
+
+fn dec_kafka_offset(d: &mut Dec) -> Result<KafkaOffset> {
+    Ok(KafkaOffset {
+        topic: d.str()?,
+        partition: d.i32()?,
+        offset: d.i64()?,
+        stopping: d.i64()?,
+    })
 }
 
 fn dec_handle(d: &mut Dec) -> Result<Option<HandleReport>> {
@@ -731,17 +744,7 @@ fn dec_handle(d: &mut Dec) -> Result<Option<HandleReport>> {
                 serializer: d.str()?,
                 distinct: d.i64()?,
                 digest: d.i64()?,
-                kafka: d.list(32, |d| {
-                    Ok((
-                        KafkaOffset {
-                            topic: d.str()?,
-                            partition: d.i32()?,
-                            offset: d.i64()?,
-                            stopping: d.i64()?,
-                        },
-                        d.i64()? as u64,
-                    ))
-                })?,
+                kafka: d.list(32, |d| Ok((dec_kafka_offset(d)?, d.i64()? as u64)))?,
             })
         })?,
     }))
@@ -791,10 +794,7 @@ impl Report {
                 e.str(&k.error);
                 e.bool(k.initial_discovery_finished);
                 enc_list(e, &k.splits, |e, (s, status)| {
-                    e.str(&s.topic);
-                    e.i32(s.partition);
-                    e.i64(s.offset);
-                    e.i64(s.stopping);
+                    enc_kafka_offset(e, s);
                     e.i32(*status);
                 });
             }
@@ -836,17 +836,7 @@ impl Report {
                             version: d.i32()?,
                             error: d.str()?,
                             initial_discovery_finished: d.bool()?,
-                            splits: d.list(28, |d| {
-                                Ok((
-                                    KafkaOffset {
-                                        topic: d.str()?,
-                                        partition: d.i32()?,
-                                        offset: d.i64()?,
-                                        stopping: d.i64()?,
-                                    },
-                                    d.i32()?,
-                                ))
-                            })?,
+                            splits: d.list(28, |d| Ok((dec_kafka_offset(d)?, d.i32()?)))?,
                         })
                     } else {
                         None
