@@ -1,9 +1,10 @@
 //! Inputs that the fuzzers once crashed on (native/fuzz); each must now give a clean result:
 //! a parse error, or a model that writes back to the identical bytes, describes, inspects and
-//! plans without panicking.
+//! plans (a state removal and the Kafka operations) without panicking, within seconds.
 
 use bytes::Bytes;
 use checkpoint_surgeon::commit::read::Checkpoint;
+use checkpoint_surgeon::surgery::kafka::KafkaOperation;
 use checkpoint_surgeon::surgery::{self, Request, Selector};
 use checkpoint_surgeon::{codec::metadata, report::describe, report::inspect};
 
@@ -22,11 +23,41 @@ fn every_fuzzer_finding_is_handled() {
         let _ = describe::describe(&md);
         let cp = Checkpoint::from_bytes("regression", None, Bytes::from(data)).unwrap();
         let _ = inspect::inspect(&cp).encode();
-        let req = Request::remove_state(Selector::All, "topic-partition-offset-states");
-        if let Ok(plan) = surgery::plan(&cp, &req, &mut || "f".into()) {
-            assert_eq!(
-                metadata::parse(Bytes::from(plan.metadata.to_vec())).unwrap(),
-                plan.metadata
+        let mut requests = vec![Request::remove_state(
+            Selector::All,
+            "topic-partition-offset-states",
+        )];
+        for op in [
+            KafkaOperation::MigrateLegacy {
+                enum_state_version: 2,
+                parallelism: None,
+                offset_not_set: None,
+            },
+            KafkaOperation::MigrateLegacy {
+                enum_state_version: 2,
+                parallelism: Some(3),
+                offset_not_set: None,
+            },
+            KafkaOperation::DropTopic {
+                topic: "topic-a".into(),
+                partition: None,
+            },
+        ] {
+            requests.push(Request::kafka(Selector::All, op));
+        }
+        for req in requests {
+            let started = std::time::Instant::now();
+            if let Ok(plan) = surgery::plan(&cp, &req, &mut || "f".into()) {
+                assert_eq!(
+                    metadata::parse(Bytes::from(plan.metadata.to_vec())).unwrap(),
+                    plan.metadata
+                );
+            }
+            assert!(
+                started.elapsed().as_secs() < 5,
+                "{}: {req:?} took {:?}",
+                path.display(),
+                started.elapsed()
             );
         }
     }

@@ -28,6 +28,9 @@ use crate::error::{Error, Result};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 
+/// Flink's upper bound of the max parallelism (`KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM`).
+const MAX_PARALLELISM: i32 = 1 << 15;
+
 /// A Kafka operation of a request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KafkaOperation {
@@ -366,9 +369,11 @@ impl OperatorSurgery<'_> {
             )));
         }
         let p = parallelism.unwrap_or(op.parallelism);
-        if p < 1 || (op.max_parallelism > 0 && p > op.max_parallelism) {
+        if !(1..=MAX_PARALLELISM).contains(&p) || (op.max_parallelism > 0 && p > op.max_parallelism)
+        {
             return Err(Error::InvalidArgument(format!(
-                "parallelism {p} for operator {id}: it must be from 1 to its max parallelism {}",
+                "parallelism {p} for operator {id}: it must be from 1 to its max parallelism {} \
+                 (at most {MAX_PARALLELISM})",
                 op.max_parallelism
             )));
         }
@@ -386,9 +391,13 @@ impl OperatorSurgery<'_> {
         blank.raw_keyed = None;
         blank.input_channels.clear();
         blank.output_channels.clear();
-        let upto = subtasks.keys().next_back().map_or(0, |i| i + 1).max(p);
+        // the new readers 0..p, and the old subtasks beyond them (which must hold nothing else)
+        let mut indices: Vec<i32> = (0..p)
+            .chain(subtasks.keys().copied().filter(|&i| i >= p))
+            .collect();
+        indices.sort_unstable();
         let mut entries = Vec::with_capacity(p as usize);
-        for i in 0..upto {
+        for i in indices {
             let (mut state, taken) = subtasks.remove(&i).unwrap_or_else(|| (blank.clone(), None));
             let is_new = state.managed_operator.is_none();
             let (mut parts, delegate) = match taken {
