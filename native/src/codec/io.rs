@@ -264,6 +264,15 @@ impl Reader {
     }
 }
 
+/// Appends `s` as Java's `writeUTF` does (u16 length, modified UTF-8), through [`Writer::utf`].
+/// Callers pass constants or names that were read with a u16 length, so the length always fits;
+/// a longer string panics (reported as `PANIC` across JNI) instead of writing a wrong length.
+pub fn push_utf(out: &mut Vec<u8>, s: &str) {
+    Writer::new(out)
+        .utf(&JStr::new(s))
+        .expect("a string of at most 65535 bytes");
+}
+
 /// A big-endian writer over any `Write`, counting what it wrote.
 pub struct Writer<W: Write> {
     out: W,

@@ -12,9 +12,12 @@
 //!   partitions: Flink 1.14-1.16 and connector 3.0), 2 (partitions with an assignment status and
 //!   the initial-discovery flag: connector 3.1-4.0) or 3 (splits with offsets: connector 5.0+).
 
-use crate::codec::io::{encode_modified_utf8, Reader};
+use crate::codec::io::{push_utf, Reader};
 use crate::error::{Error, Result};
 use bytes::Bytes;
+
+/// Kafka's longest topic name (`org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH`).
+pub const MAX_TOPIC_LENGTH: usize = 249;
 
 pub const LEGACY_STATE: &str = "topic-partition-offset-states";
 pub const SOURCE_READER_STATE: &str = "SourceReaderState";
@@ -47,6 +50,10 @@ pub fn decode_legacy(e: &[u8]) -> Option<KafkaOffset> {
     }
     // Before the string: the not-null marker 1, and before it the partition as a zig-zag varint.
     if start < 2 || kryo[start - 1] != 1 {
+        return None;
+    }
+    // Kafka topic names have at most 249 characters (`Topic.MAX_NAME_LENGTH`)
+    if kryo.len() - start > MAX_TOPIC_LENGTH {
         return None;
     }
     let mut topic: Vec<u8> = kryo[start..].to_vec();
@@ -179,10 +186,8 @@ fn read_split(r: &mut Reader) -> Result<KafkaOffset> {
 
 /// `KafkaPartitionSplitSerializer.serialize`.
 pub fn split_bytes(s: &KafkaOffset) -> Vec<u8> {
-    let topic = encode_modified_utf8(&s.topic);
-    let mut b = Vec::with_capacity(topic.len() + 22);
-    b.extend_from_slice(&(topic.len() as u16).to_be_bytes());
-    b.extend_from_slice(&topic);
+    let mut b = Vec::with_capacity(s.topic.len() + 22);
+    push_utf(&mut b, &s.topic);
     b.extend_from_slice(&s.partition.to_be_bytes());
     b.extend_from_slice(&s.offset.to_be_bytes());
     b.extend_from_slice(&s.stopping.to_be_bytes());
@@ -347,9 +352,7 @@ pub fn encode_enum_state(s: &EnumState) -> Vec<u8> {
             body.extend_from_slice(&(b.len() as i32).to_be_bytes());
             body.extend_from_slice(&b);
         } else {
-            let topic = encode_modified_utf8(&split.topic);
-            body.extend_from_slice(&(topic.len() as u16).to_be_bytes());
-            body.extend_from_slice(&topic);
+            push_utf(&mut body, &split.topic);
             body.extend_from_slice(&split.partition.to_be_bytes());
         }
         if s.version >= 2 {
@@ -522,6 +525,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("version 9"), "{e}");
+    }
+
+    #[test]
+    fn a_legacy_topic_longer_than_kafka_allows_is_no_legacy_element() {
+        let element = |len: usize| {
+            let mut e = vec![0x57, 0x01, 0x06, 0x01];
+            e.extend(std::iter::repeat_n(b't', len - 1));
+            e.push(b't' | 0x80);
+            e.extend_from_slice(&5i64.to_be_bytes());
+            e
+        };
+        assert_eq!(decode_legacy(&element(MAX_TOPIC_LENGTH)).unwrap().offset, 5);
+        assert_eq!(decode_legacy(&element(MAX_TOPIC_LENGTH + 1)), None);
     }
 
     #[test]

@@ -701,11 +701,7 @@ pub fn join_stream(parts: &StreamParts) -> (Vec<Bytes>, u64, Vec<StateMetaInfo>)
 /// The META_INFO entry of a `SPLIT_DISTRIBUTE` list state of `byte[]` (a FLIP-27 source's
 /// `SourceReaderState`), as Flink 1.13 to 2.x write it.
 pub fn byte_array_list_entry(name: &str) -> Bytes {
-    fn utf(b: &mut Vec<u8>, s: &str) {
-        let e = crate::codec::io::encode_modified_utf8(s);
-        b.extend_from_slice(&(e.len() as u16).to_be_bytes());
-        b.extend_from_slice(&e);
-    }
+    use crate::codec::io::push_utf as utf;
     let mut b = Vec::with_capacity(200);
     utf(&mut b, name);
     b.extend_from_slice(&1i32.to_be_bytes()); // BackendStateType.OPERATOR
