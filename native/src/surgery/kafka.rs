@@ -354,9 +354,10 @@ impl OperatorSurgery<'_> {
                     },
                     *legacy,
                 )),
-                None => {
-                    unmappable.push(format!("{topic}-{partition}: {}", describe_offset(*legacy)))
-                }
+                None => unmappable.push(format!(
+                    "{topic}-{partition}: {}",
+                    describe_legacy_offset(*legacy)
+                )),
             }
         }
         if !unmappable.is_empty() {
