@@ -1,11 +1,13 @@
 //! What a checkpoint holds and how big it is: the inspection report (`wire` carries it to
 //! `InspectReport`).
 
-use crate::codec::handles::{KeyedHandle, OperatorHandle, StreamHandle};
+use crate::codec::handles::{KeyedHandle, Offsets, OperatorHandle, StreamHandle};
 use crate::codec::kafka::{self, KafkaOffset};
 use crate::codec::metadata::Subtasks;
 use crate::codec::opstate;
 use crate::codec::StreamSource;
+use crate::Result;
+use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -93,6 +95,7 @@ const MAX_KAFKA_OFFSETS: usize = 10_000;
 
 pub fn inspect(cp: &dyn StreamSource) -> Report {
     let md = cp.metadata();
+    let mut seen = Seen::default();
     Report {
         source: cp.name(),
         version: md.version,
@@ -112,8 +115,10 @@ pub fn inspect(cp: &dyn StreamSource) -> Report {
                     .subtask_states()
                     .map(|(index, s)| SubtaskReport {
                         index,
-                        managed_operator: s.managed_operator().map(|h| handle_report(cp, h)),
-                        raw_operator: s.raw_operator().map(|h| handle_report(cp, h)),
+                        managed_operator: s
+                            .managed_operator()
+                            .map(|h| handle_report(cp, h, &mut seen)),
+                        raw_operator: s.raw_operator().map(|h| handle_report(cp, h, &mut seen)),
                         managed_keyed: s.managed_keyed.as_ref().map(keyed_report),
                         raw_keyed: s.raw_keyed.as_ref().map(keyed_report),
                         input_channels: s.input_channels.len() as i32,
@@ -184,19 +189,146 @@ fn kafka_enumerator(
     }
 }
 
-fn element_digest(stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> (i64, i64) {
-    let mut seen = std::collections::HashSet::with_capacity(ranges.len().min(1 << 20));
-    let mut digest = 0u64;
-    for &(a, b) in ranges {
-        let e = &stream[a as usize..b as usize];
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for &x in e {
-            h = (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
+/// What inspect reports of a state's elements in one handle.
+#[derive(Clone)]
+struct ElementValues {
+    bytes: i64,
+    distinct: i64,
+    digest: i64,
+    kafka: Vec<(KafkaOffset, u64)>,
+}
+
+impl ElementValues {
+    fn of(state: &str, stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> ElementValues {
+        let (distinct, digest) = element_digest(stream, ranges);
+        ElementValues {
+            bytes: ranges.iter().map(|(a, b)| (b - a) as i64).sum(),
+            distinct,
+            digest,
+            kafka: kafka_offsets(state, stream, ranges),
         }
-        digest = digest.wrapping_add(h);
-        seen.insert(e);
     }
-    (seen.len() as i64, digest as i64)
+}
+
+/// The element values of the states already inspected, by content. A union state is restored
+/// whole into every subtask, and every subtask snapshots it again, so the same elements appear
+/// once per subtask: a state whose block of elements is byte-identical to one seen before (same
+/// bytes, same relative offsets) takes that one's values after a `memcmp`, instead of being
+/// hashed, sorted and decoded again.
+#[derive(Default)]
+struct Seen {
+    by_shape: HashMap<(String, usize, u64), Vec<SeenState>>,
+}
+
+struct SeenState {
+    block: bytes::Bytes,
+    start: u64,
+    offsets: Offsets,
+    values: ElementValues,
+}
+
+impl SeenState {
+    fn matches(&self, block: &[u8], start: u64, offsets: &Offsets) -> bool {
+        self.block[..] == *block
+            && self
+                .offsets
+                .iter()
+                .zip(offsets.iter())
+                .all(|(a, b)| a as u64 - self.start == b as u64 - start)
+    }
+}
+
+impl Seen {
+    /// The values of every state of a handle whose stream is uncompressed, in state order.
+    fn handle_values(
+        &mut self,
+        h: &OperatorHandle,
+        stream: &bytes::Bytes,
+    ) -> Result<Vec<ElementValues>> {
+        let len = stream.len() as u64;
+        // Flink's layout (one block per state, ascending offsets); None for any other.
+        let blocks = opstate::state_blocks(h, len);
+        let mut ranges = None;
+        let mut out = Vec::with_capacity(h.states.len());
+        for (i, st) in h.states.iter().enumerate() {
+            let block = blocks.as_ref().and_then(|b| b[i]);
+            let key =
+                block.map(|(start, end)| (st.name.to_string(), st.offsets.len(), end - start));
+            if let (Some((start, end)), Some(key)) = (block, &key) {
+                let bytes = &stream[start as usize..end as usize];
+                if let Some(c) = self
+                    .by_shape
+                    .get(key)
+                    .and_then(|cs| cs.iter().find(|c| c.matches(bytes, start, &st.offsets)))
+                {
+                    out.push(c.values.clone());
+                    continue;
+                }
+            }
+            if ranges.is_none() {
+                ranges = Some(opstate::element_ranges(h, len)?);
+            }
+            let values =
+                ElementValues::of(&st.name.to_string(), stream, &ranges.as_ref().unwrap()[i]);
+            if let (Some((start, end)), Some(key)) = (block, key) {
+                self.by_shape.entry(key).or_default().push(SeenState {
+                    block: stream.slice(start as usize..end as usize),
+                    start,
+                    offsets: st.offsets.clone(),
+                    values: values.clone(),
+                });
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+}
+
+/// The distinct count and the order-independent digest of a state's elements. Distinct values
+/// are counted exactly by sorting the elements' hashes and comparing the bytes of equal hashes:
+/// a hash set of millions of elements spends its time in cache misses.
+fn element_digest(stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> (i64, i64) {
+    let element = |i: u32| {
+        let (a, b) = ranges[i as usize];
+        &stream[a as usize..b as usize]
+    };
+    let mut hashes: Vec<(u64, u32)> = (0..ranges.len() as u32)
+        .map(|i| (element_hash(element(i)), i))
+        .collect();
+    let digest = hashes.iter().fold(0u64, |d, (h, _)| d.wrapping_add(*h));
+    hashes.sort_unstable();
+    let mut distinct = 0i64;
+    for run in hashes.chunk_by_mut(|x, y| x.0 == y.0) {
+        if run.len() > 1 {
+            run.sort_unstable_by(|x, y| element(x.1).cmp(element(y.1)));
+        }
+        distinct += 1 + run
+            .windows(2)
+            .filter(|w| element(w[0].1) != element(w[1].1))
+            .count() as i64;
+    }
+    (distinct, digest as i64)
+}
+
+/// A 64-bit hash of an element's bytes, eight bytes at a time (the per-element cost of inspect:
+/// a byte-wise FNV and SipHash in the set took 75 % of its time on a union state of 8 M elements).
+fn element_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    // MurmurHash3's finaliser: every input bit reaches every output bit, so that both the set's
+    // bucket index (low bits) and control byte (top bits) depend on every byte.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 fn kafka_offsets(
@@ -236,7 +368,7 @@ fn location(h: &StreamHandle) -> String {
     }
 }
 
-fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle) -> HandleReport {
+fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> HandleReport {
     let mut r = HandleReport {
         kind: h.kind().to_string(),
         delegate_kind: h.delegate.as_ref().map_or("null", |d| d.kind()).to_string(),
@@ -290,14 +422,13 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle) -> HandleReport {
                 }
             }
             if !header.compressed {
-                match opstate::element_ranges(h, stream.len() as u64) {
-                    Ok(ranges) => {
-                        for (report, ranges) in r.states.iter_mut().zip(ranges) {
-                            report.kafka = kafka_offsets(&report.name, &stream, &ranges);
-                            report.bytes = ranges.iter().map(|(a, b)| (b - a) as i64).sum();
-                            let (distinct, digest) = element_digest(&stream, &ranges);
-                            report.distinct = distinct;
-                            report.digest = digest;
+                match seen.handle_values(h, &stream) {
+                    Ok(values) => {
+                        for (report, v) in r.states.iter_mut().zip(values) {
+                            report.bytes = v.bytes;
+                            report.distinct = v.distinct;
+                            report.digest = v.digest;
+                            report.kafka = v.kafka;
                         }
                     }
                     Err(e) => r.stream_error = e.in_file(&name).to_string(),

@@ -77,7 +77,14 @@ public final class BenchReport {
             }
         }
         Path notes = md.resolveSibling("bench").resolve("notes.md");
-        Files.writeString(md, markdown(rows, variants, env, Files.exists(notes) ? Files.readString(notes) : ""));
+        // bench/inspect.sh's section (between its markers) is kept as it was.
+        String kept = "";
+        if (Files.exists(md)) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?s)<!-- begin inspect bench.*?<!-- end inspect bench -->")
+                    .matcher(Files.readString(md));
+            if (m.find()) kept = "\n" + m.group() + "\n";
+        }
+        Files.writeString(md, markdown(rows, variants, env, Files.exists(notes) ? Files.readString(notes) : "") + kept);
         Files.createDirectories(svg.getParent());
         Files.writeString(svg, chart(rows, variants));
     }

@@ -2,9 +2,12 @@ package io.checkpointsurgeon;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Locale;
 
 /**
@@ -108,6 +111,31 @@ final class NativeBridge {
         return o + "-" + a;
     }
 
+    /**
+     * Copies the library to a new file of the temporary directory, readable by this user only and
+     * created exclusively (never an existing path or a link planted there; a taken name is retried).
+     * The name is a clock reading: {@code Files.createTempFile} would seed a SecureRandom, ~15 ms of
+     * every run's start-up. The file is deleted once loaded.
+     */
+    private static Path extract(InputStream in) throws IOException {
+        Path dir = Path.of(System.getProperty("java.io.tmpdir"));
+        for (int attempt = 0; ; attempt++) {
+            Path tmp = dir.resolve("checkpoint_surgeon-" + Long.toHexString(System.nanoTime()) + ".so");
+            java.nio.channels.SeekableByteChannel ch;
+            try {
+                ch = Files.newByteChannel(tmp, java.util.EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            } catch (FileAlreadyExistsException e) {
+                if (attempt < 100) continue;
+                throw e;
+            }
+            try (OutputStream out = java.nio.channels.Channels.newOutputStream(ch)) {
+                in.transferTo(out);
+            }
+            return tmp;
+        }
+    }
+
     private static CheckpointSurgeonException load() {
         String override = System.getProperty(LIBRARY_PROPERTY);
         try {
@@ -123,10 +151,13 @@ final class NativeBridge {
                             + ": resource " + resource + " is not in the jar; build it for this platform"
                             + " and point the system property " + LIBRARY_PROPERTY + " at it");
                 }
-                Path tmp = Files.createTempFile("checkpoint_surgeon", ".so");
-                tmp.toFile().deleteOnExit();
-                Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-                System.load(tmp.toAbsolutePath().toString());
+                Path tmp = extract(in);
+                try {
+                    System.load(tmp.toAbsolutePath().toString());
+                } finally {
+                    // The loaded library stays mapped; its file is not needed after the load.
+                    Files.deleteIfExists(tmp);
+                }
             }
             return null;
         } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
