@@ -203,7 +203,7 @@ public final class Growth {
     }
 
     /** Per operator id and state name: elements, bytes, distinct (max per subtask), mode. */
-    private static Map<List<String>, long[]> states(InspectReport r, Map<List<String>, String> modes) {
+    static Map<List<String>, long[]> states(InspectReport r, Map<List<String>, String> modes) {
         Map<List<String>, long[]> out = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
                 .thenComparing(l -> l.get(1)));
         for (InspectReport.OperatorInfo op : r.operators()) {

@@ -8,7 +8,7 @@ import java.util.Collection;
 /**
  * A minimal JSON writer for the report value classes: the parameters of a class's widest
  * constructor (compiled with {@code -parameters}) become fields, in their order, read from the
- * fields of the same names.
+ * fields of the same names. And a reader for Flink's REST answers ({@link #parse}).
  */
 public final class Json {
     private Json() {}
@@ -93,5 +93,114 @@ public final class Json {
             else sb.append(c);
         }
         sb.append('"');
+    }
+
+    /**
+     * Parses JSON text into {@code Map<String, Object>} (insertion-ordered), {@code List<Object>},
+     * {@code String}, {@code Double}, {@code Boolean} or null.
+     *
+     * @throws IllegalArgumentException on malformed input, naming the character offset
+     */
+    public static Object parse(String text) {
+        Reader r = new Reader(text);
+        Object v = r.value();
+        r.skipSpace();
+        if (r.at < text.length()) throw r.error("end of input");
+        return v;
+    }
+
+    private static final class Reader {
+        final String s;
+        int at;
+
+        Reader(String s) {
+            this.s = s;
+        }
+
+        IllegalArgumentException error(String expected) {
+            return new IllegalArgumentException("JSON at offset " + at + ": expected " + expected);
+        }
+
+        void skipSpace() {
+            while (at < s.length() && Character.isWhitespace(s.charAt(at))) at++;
+        }
+
+        boolean take(char c) {
+            skipSpace();
+            if (at < s.length() && s.charAt(at) == c) {
+                at++;
+                return true;
+            }
+            return false;
+        }
+
+        Object value() {
+            skipSpace();
+            if (at >= s.length()) throw error("a value");
+            char c = s.charAt(at);
+            if (c == '{') {
+                at++;
+                java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+                if (take('}')) return m;
+                do {
+                    skipSpace();
+                    String k = string();
+                    if (!take(':')) throw error("':'");
+                    m.put(k, value());
+                } while (take(','));
+                if (!take('}')) throw error("',' or '}'");
+                return m;
+            }
+            if (c == '[') {
+                at++;
+                java.util.List<Object> l = new java.util.ArrayList<>();
+                if (take(']')) return l;
+                do {
+                    l.add(value());
+                } while (take(','));
+                if (!take(']')) throw error("',' or ']'");
+                return l;
+            }
+            if (c == '"') return string();
+            for (String word : new String[] {"true", "false", "null"}) {
+                if (s.startsWith(word, at)) {
+                    at += word.length();
+                    return word.equals("null") ? null : Boolean.valueOf(word);
+                }
+            }
+            int start = at;
+            while (at < s.length() && "+-0123456789.eE".indexOf(s.charAt(at)) >= 0) at++;
+            try {
+                return Double.valueOf(s.substring(start, at));
+            } catch (NumberFormatException e) {
+                at = start;
+                throw error("a value");
+            }
+        }
+
+        String string() {
+            if (at >= s.length() || s.charAt(at) != '"') throw error("a string");
+            StringBuilder sb = new StringBuilder();
+            for (at++; at < s.length(); at++) {
+                char c = s.charAt(at);
+                if (c == '"') {
+                    at++;
+                    return sb.toString();
+                }
+                if (c != '\\') {
+                    sb.append(c);
+                    continue;
+                }
+                if (++at >= s.length()) break;
+                char e = s.charAt(at);
+                if (e == 'u' && at + 4 < s.length()) {
+                    sb.append((char) Integer.parseInt(s.substring(at + 1, at + 5), 16));
+                    at += 4;
+                } else {
+                    sb.append(e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e);
+                }
+            }
+            throw error("the end of a string");
+        }
     }
 }

@@ -27,7 +27,7 @@ import picocli.CommandLine.Parameters;
         versionProvider = Cli.Version.class,
         description = "Inspect and repair Apache Flink checkpoints, savepoints and HA files.",
         subcommands = {Cli.Inspect.class, Cli.DoctorCommand.class, Cli.RemoveState.class, Cli.RemoveOperator.class, Cli.DedupeUnion.class, Cli.RenameOperator.class, Cli.Relocate.class, Cli.Ha.class,
-                Cli.Kafka.class, Cli.DiffCommand.class, Cli.HistoryCommand.class,                 CommandLine.HelpCommand.class})
+                Cli.Kafka.class, Cli.DiffCommand.class, Cli.HistoryCommand.class, Cli.WatchCommand.class,                CommandLine.HelpCommand.class})
 public final class Cli {
     public static final int OK = 0, USAGE = 1, INVALID = 2, UNKNOWN = 3, FINDINGS = 4;
 
@@ -314,7 +314,12 @@ public final class Cli {
 
         /** Configures Flink's file systems when the path needs them and an option was given. */
         void apply(String path) throws CheckpointSurgeonException {
-            if ((flinkConf != null || plugins != null) && CheckpointSurgeon.isFlinkPath(path)) {
+            if (CheckpointSurgeon.isFlinkPath(path)) configure();
+        }
+
+        /** Configures Flink's file systems when an option was given (paths not known in advance). */
+        void configure() throws CheckpointSurgeonException {
+            if (flinkConf != null || plugins != null) {
                 String env = System.getenv("FLINK_CONF_DIR");
                 String envPlugins = System.getenv("FLINK_PLUGINS_DIR");
                 CheckpointSurgeon.configureFileSystems(
@@ -740,6 +745,73 @@ public final class Cli {
                 return s.map(f -> f.getParent().toString()).sorted().collect(java.util.stream.Collectors.toList());
             } catch (java.io.IOException | java.io.UncheckedIOException e) {
                 throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, path + ": " + e, e);
+            }
+        }
+    }
+
+    @Command(name = "watch", mixinStandardHelpOptions = true,
+            description = "Follow the checkpoints of running jobs (Flink's REST API or a checkpoint directory): the doctor"
+                    + " on every new one, Prometheus metrics per job, operator and state, a hook on new findings."
+                    + " Reads checkpoints only.")
+    static final class WatchCommand implements Callable<Integer> {
+        @Option(names = "--rest", paramLabel = "URL", description = "Flink's REST address, e.g. http://jobmanager:8081:"
+                + " the latest completed checkpoint of every job it lists")
+        String rest;
+
+        @Option(names = "--dir", paramLabel = "DIR", description = "a checkpoint base directory (<dir>/<job id>/chk-<n>)"
+                + " or one job's checkpoint directory")
+        Path dir;
+
+        @Option(names = "--metrics-port", paramLabel = "PORT", description = "serve Prometheus metrics at"
+                + " http://HOST:PORT/metrics (0: any free port, printed)")
+        Integer metricsPort;
+
+        @Option(names = "--metrics-host", paramLabel = "HOST", description = "the address to serve them on (default: all)")
+        String metricsHost = "0.0.0.0";
+
+        @Option(names = "--interval", paramLabel = "SECONDS", description = "seconds between polls (default 10)")
+        double interval = 10;
+
+        @Option(names = "--on-finding", paramLabel = "CMD", description = "run CMD (with /bin/sh) when a checkpoint has a"
+                + " finding its job's previous checkpoint did not have; CHECKPOINT_SURGEON_JOB_ID, _JOB_NAME, _CHECKPOINT,"
+                + " _CHECKPOINT_ID, _FINDINGS and _SEVERITY are set, the findings are on its stdin as JSON")
+        String onFinding;
+
+        @Option(names = "--hook-timeout", paramLabel = "SECONDS", description = "kill the hook after this long (default 60)")
+        long hookTimeout = 60;
+
+        @Option(names = "--once", description = "poll once, print the metrics and exit (4 on an error finding),"
+                + " e.g. for node_exporter's textfile collector")
+        boolean once;
+
+        @CommandLine.Mixin
+        FlinkFsOptions fs = new FlinkFsOptions();
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws Exception {
+            if ((rest == null) == (dir == null)) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "give exactly one of --rest and --dir");
+            }
+            if (rest != null) fs.configure(); // the REST API may name checkpoints on any file system
+            PrintWriter out = spec.commandLine().getOut();
+            try (io.checkpointsurgeon.Watch w = new io.checkpointsurgeon.Watch(rest, dir, onFinding, hookTimeout * 1000,
+                    once ? new PrintWriter(System.err, true) : out)) {
+                if (metricsPort != null) {
+                    int port = w.serveMetrics(metricsHost, metricsPort);
+                    out.println("metrics at http://" + metricsHost + ":" + port + "/metrics");
+                    out.flush();
+                }
+                if (once) {
+                    w.poll();
+                    out.print(w.metrics());
+                    out.flush();
+                    return w.hasFinding("ERROR") ? FINDINGS : OK;
+                }
+                w.run(Math.max(10, (long) (interval * 1000)));
+                return OK;
             }
         }
     }
