@@ -13,6 +13,17 @@ cd "$(dirname "$0")"
 # Stale results must not be counted.
 rm -rf build/test-results build/cargo-test.log build/cargo-test-aarch64.log tests/consumer/target/surefire-reports
 
+# Servers and programs the tests start themselves: Debian's Prometheus (watch's metrics are
+# scraped by a real one) and Chromium (renders the HTML report headless).
+missing=""
+[ -x /usr/bin/prometheus ] || missing="$missing prometheus"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+    echo "installing Debian's$missing" >&2
+    $sudo apt-get update >&2 && $sudo apt-get install -y $missing >&2 || { echo "could not install$missing" >&2; exit 1; }
+fi
+
 java11=$(scripts/java11.sh) || { echo "no Java 11 runtime for the Java 11 tests" >&2; exit 1; }
 gradle --no-daemon --continue -Pjava11="$java11" test publishToMavenLocal "$@"
 gradle_rc=$?
