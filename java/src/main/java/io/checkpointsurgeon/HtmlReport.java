@@ -30,14 +30,14 @@ public final class HtmlReport {
             + "main{max-width:1180px;margin:0 auto;padding:20px 24px 40px}"
             + "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px}h3{font-size:15px;margin:0 0 4px}h3 .mono{font-size:14px}"
             + "code,.mono{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12.5px}"
-            + ".muted{color:#5f6b7a}.path{word-break:break-all}"
+            + ".muted{color:#5f6b7a}.path{overflow-wrap:anywhere}"
             + ".card{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:14px 16px;margin:0 0 12px}"
             + ".finding{border-left:6px solid #1f77b4}.finding.ERROR{border-left-color:#c62828;background:#fff5f5}"
             + ".finding.WARNING{border-left-color:#e08e0b;background:#fffaf0}"
             + ".sev{display:inline-block;font-weight:700;font-size:12px;padding:1px 8px;border-radius:10px;color:#fff;"
             + "background:#1f77b4;margin-right:8px}.ERROR .sev{background:#c62828}.WARNING .sev{background:#e08e0b}"
             + ".fix code{display:block;background:#1d2433;color:#e8ecf1;padding:6px 10px;border-radius:5px;"
-            + "white-space:pre-wrap;word-break:break-all;margin-top:3px}"
+            + "white-space:pre-wrap;overflow-wrap:anywhere;margin-top:3px}"
             + ".ok{border-left:6px solid #2e7d32;background:#f3fbf4}"
             + ".tiles{display:flex;flex-wrap:wrap;gap:10px;margin-bottom:12px}"
             + ".tile{flex:1 1 140px;background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:8px 12px}"
@@ -228,8 +228,8 @@ public final class HtmlReport {
                         .append(d < 0 ? "?" : count(d)).append("</td><td class=\"n\">")
                         .append(t.bytes() < 0 ? "?" : InspectReport.formatBytes(t.bytes())).append("</td><td class=\"n\">")
                         .append(t.handles()).append("</td><td><div class=\"bar\" style=\"height:12px;width:")
-                        .append(pct(Math.max(0, t.bytes()), max)).append("\"><span style=\"width:100%;background:")
-                        .append(COLORS[1]).append("\"></span></div></td></tr>\n");
+                        .append(pct(Math.max(0, t.bytes()), max)).append("\"><span style=\"width:100%;background:#7b8aa0\"></span>")
+                        .append("</div></td></tr>\n");
             }
             sb.append("</table>\n");
         }
