@@ -3,6 +3,7 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
+import io.checkpointsurgeon.HtmlReport;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Json;
 import io.checkpointsurgeon.Surgery;
@@ -141,6 +142,10 @@ public final class Cli {
         @Option(names = "--subtasks", description = "also list every subtask's handles")
         boolean subtasks;
 
+        @Option(names = "--html", paramLabel = "FILE", description = "also write an HTML report to FILE (a new file):"
+                + " where the bytes are, per operator and state, and the findings of doctor")
+        Path html;
+
         @CommandLine.Mixin
         FlinkFsOptions fs = new FlinkFsOptions();
 
@@ -154,6 +159,10 @@ public final class Cli {
             PrintWriter out = spec.commandLine().getOut();
             out.print(json ? r.toJson() : table(r, subtasks));
             out.flush();
+            if (html != null) {
+                java.util.List<CheckpointSurgeon.Finding> findings = CheckpointSurgeon.doctor(path);
+                writeNewFile(html, "--html", HtmlReport.inspect(r, findings, remedy -> command(remedy, path)));
+            }
             return OK;
         }
     }
@@ -669,6 +678,10 @@ public final class Cli {
         @Option(names = "--svg", paramLabel = "FILE", description = "also write the chart of element counts to FILE (a new file)")
         Path svg;
 
+        @Option(names = "--html", paramLabel = "FILE", description = "also write an HTML report to FILE (a new file):"
+                + " the findings, the chart and series, and where the bytes of the newest checkpoint are")
+        Path html;
+
         @CommandLine.Mixin
         FlinkFsOptions fs = new FlinkFsOptions();
 
@@ -717,14 +730,10 @@ public final class Cli {
                 }
             }
             out.flush();
-            if (svg != null) {
-                try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(svg, java.nio.file.StandardOpenOption.CREATE_NEW,
-                        java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                    o.write(Growth.svg(h).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                } catch (java.io.IOException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, svg + ": " + e
-                            + " (--svg writes a new file, never over an existing one)", e);
-                }
+            if (svg != null) writeNewFile(svg, "--svg", Growth.svg(h));
+            if (html != null) {
+                InspectReport newest = java.util.Collections.max(reports, java.util.Comparator.comparingLong(InspectReport::checkpointId));
+                writeNewFile(html, "--html", HtmlReport.history(h, newest, remedy -> command(remedy, lastDir)));
             }
             return h.findings().isEmpty() ? OK : FINDINGS;
         }
@@ -1264,6 +1273,20 @@ public final class Cli {
         sb.append(String.format(Locale.ROOT, "%ntotal: %d operators, operator state %s, keyed state %s, channel state %s%n",
                 r.operators().size(), bytes(r.totalOperatorStateBytes()), bytes(r.totalKeyedStateBytes()), bytes(r.totalChannelStateBytes())));
         return sb.toString();
+    }
+
+    /**
+     * Writes {@code text} to a new file, as every file the tool creates: never over an existing path
+     * or through a symbolic link (exit 2, naming the {@code option} that asked for it).
+     */
+    static void writeNewFile(Path file, String option, String text) throws CheckpointSurgeonException {
+        try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            o.write(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } catch (java.io.IOException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e
+                    + " (" + option + " writes a new file, never over an existing one)", e);
+        }
     }
 
     /** The command line of a doctor's remedy for the checkpoint at {@code path}. */
