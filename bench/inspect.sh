@@ -64,7 +64,7 @@ if [ "$BUILD" = 1 ]; then
     if [ -n "$BEFORE" ]; then
         rm -rf "$DIR/before" && mkdir -p "$DIR/before"
         git archive "$BEFORE" | tar -x -C "$DIR/before" || exit 1
-        (cd "$DIR/before" && CARGO_TARGET_DIR="$DIR/before-target" gradle --no-daemon -q installDist >&2) || exit 1
+        (cd "$DIR/before" && gradle --no-daemon -q installDist >&2) || exit 1
     fi
 fi
 CP=$(cat build/bench/classpath.txt)

@@ -234,6 +234,18 @@ public final class CheckpointSurgeon {
                 : applyInPlace(FlinkFileSystems.localPath(checkpoint), surgery);
     }
 
+    /**
+     * {@link #doctor(String)} of a checkpoint already inspected: {@code report} must be
+     * {@link #inspect(String) inspect(checkpoint)}'s (it is not read again, except for the state
+     * file and loader checks of a local checkpoint).
+     */
+    public static List<Finding> doctor(InspectReport report, String checkpoint) throws CheckpointSurgeonException {
+        Objects.requireNonNull(report, "report");
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        return isFlinkPath(checkpoint) ? Doctor.examine(report, checkpoint)
+                : Doctor.examine(report, FlinkFileSystems.localPath(checkpoint));
+    }
+
     /** {@link #doctor(Path)} for a Flink path or a local one. */
     public static List<Finding> doctor(String checkpoint) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");

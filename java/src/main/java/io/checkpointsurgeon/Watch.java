@@ -150,8 +150,7 @@ public final class Watch implements AutoCloseable {
         List<CheckpointSurgeon.Finding> findings;
         try {
             report = CheckpointSurgeon.inspect(l.path);
-            findings = CheckpointSurgeon.isFlinkPath(l.path) ? Doctor.examine(report, l.path)
-                    : Doctor.examine(report, CheckpointSurgeon.localPath(l.path));
+            findings = CheckpointSurgeon.doctor(report, l.path);
         } catch (CheckpointSurgeonException | RuntimeException e) {
             if (!l.path.equals(job.failed)) {
                 error("job " + job.id + " checkpoint " + l.checkpointId + " " + l.path + ": " + e.getMessage()

@@ -160,7 +160,7 @@ public final class Cli {
             out.print(json ? r.toJson() : table(r, subtasks));
             out.flush();
             if (html != null) {
-                java.util.List<CheckpointSurgeon.Finding> findings = CheckpointSurgeon.doctor(path);
+                java.util.List<CheckpointSurgeon.Finding> findings = CheckpointSurgeon.doctor(r, path);
                 writeNewFile(html, "--html", HtmlReport.inspect(r, findings, remedy -> command(remedy, path)));
             }
             return OK;
