@@ -108,11 +108,12 @@ final class StaleStates {
             10, null);
 
     static final Entry CDC = new Entry(
-            // apache/flink-cdc release-3.4.0, flink-cdc-connect/flink-cdc-source-connectors/
+            // apache/flink-cdc release-3.5.0 (also 3.4.0), flink-cdc-connect/flink-cdc-source-connectors/
             // flink-connector-mysql-cdc/src/main/java/org/apache/flink/cdc/connectors/mysql/source/assigners/
             // state/PendingSplitsStateSerializer.java:48 (VERSION 5), :52-54 (state flags), :76-85 (split
-            // serializer version, flag), :156-165 (table ids first, then splits and finished offsets);
-            // flink-cdc-base/.../assigner/state/PendingSplitsStateSerializer.java:59-65 (same layout)
+            // serializer version, flag), :156-161 (table ids first, then splits and finished offsets),
+            // :418 (a table id: writeUTF of toDoubleQuotedString, "db"."table"; 3.4.0: toString, db.table);
+            // flink-cdc-base/.../assigner/state/PendingSplitsStateSerializer.java:59-65, :87 (same layout)
             "enumerator state", COORDINATOR, "Flink CDC incremental snapshot source (MySqlSource, JdbcIncrementalSource)",
             "org.apache.flink.cdc.connectors.mysql.source.assigners.state.PendingSplitsStateSerializer",
             "the enumerator keeps every snapshot chunk it assigned and each chunk's finished offset, in the"
@@ -148,8 +149,8 @@ final class StaleStates {
      * coordinator serde version (0 or 1), the enumerator serializer version, the state's length
      * (the rest of the state), the split serializer version, the state flag (1 snapshot, 3 hybrid;
      * 2, the binlog-only state, does not grow), then the list of processed tables (an int count,
-     * each a {@code writeUTF} table id with a dot). A heuristic: no other source is known to write
-     * this layout, but nothing in it names the connector.
+     * each a {@code writeUTF} table id with a dot, {@code "db"."table"} or {@code db.table}). A
+     * heuristic: no other source is known to write this layout, but nothing in it names the connector.
      */
     static boolean cdcEnumerator(byte[] coordinator, long coordinatorBytes) {
         if (coordinator.length < 24) return false;
