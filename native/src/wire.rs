@@ -786,6 +786,7 @@ impl Report {
             e.i32(op.parallelism);
             e.i32(op.max_parallelism);
             e.i64(op.coordinator_bytes);
+            e.bytes(&op.coordinator_head);
             e.bool(op.fully_finished);
             e.i32(op.finished_subtasks);
             e.bool(op.kafka_enumerator.is_some());
@@ -821,7 +822,7 @@ impl Report {
             metadata_bytes: d.i64()? as u64,
             properties_bytes: d.i64()? as u64,
             master_states: d.list(16, |d| Ok((d.str()?, d.i32()?, d.i64()? as u64)))?,
-            operators: d.list(33, |d| {
+            operators: d.list(37, |d| {
                 Ok(OperatorReport {
                     id: d.str()?,
                     name: d.str()?,
@@ -829,6 +830,7 @@ impl Report {
                     parallelism: d.i32()?,
                     max_parallelism: d.i32()?,
                     coordinator_bytes: d.i64()?,
+                    coordinator_head: d.bytes()?.to_vec(),
                     fully_finished: d.bool()?,
                     finished_subtasks: d.i32()?,
                     kafka_enumerator: if d.bool()? {

@@ -20,6 +20,9 @@ pub struct Report {
     pub operators: Vec<OperatorReport>,
 }
 
+/// How much of an operator's coordinator state the report carries.
+pub const COORDINATOR_HEAD: usize = 256;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct OperatorReport {
     pub id: String,
@@ -28,6 +31,9 @@ pub struct OperatorReport {
     pub parallelism: i32,
     pub max_parallelism: i32,
     pub coordinator_bytes: i64,
+    /// The first [`COORDINATOR_HEAD`] bytes of the coordinator state (empty if none or unreadable),
+    /// for recognising a source's enumerator state by its layout.
+    pub coordinator_head: Vec<u8>,
     pub fully_finished: bool,
     pub finished_subtasks: i32,
     /// A KafkaSource's enumerator state, decoded from the coordinator state.
@@ -138,6 +144,12 @@ pub fn inspect(cp: &dyn StreamSource) -> Report {
                     parallelism: op.parallelism,
                     max_parallelism: op.max_parallelism,
                     coordinator_bytes: op.coordinator.as_ref().map_or(-1, |c| c.state_size()),
+                    coordinator_head: op
+                        .coordinator
+                        .as_ref()
+                        .and_then(|c| cp.stream_bytes(c).ok())
+                        .map(|b| b[..b.len().min(COORDINATOR_HEAD)].to_vec())
+                        .unwrap_or_default(),
                     fully_finished: op.subtasks == Subtasks::FullyFinished,
                     finished_subtasks: match &op.subtasks {
                         Subtasks::FullyFinished => op.parallelism,

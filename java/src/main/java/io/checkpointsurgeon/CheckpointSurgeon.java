@@ -411,7 +411,9 @@ public final class CheckpointSurgeon {
     /**
      * What to do about a finding: examine the checkpoint ({@code inspect}, or {@code inspect-subtasks}
      * for every subtask's handles), or run a surgery on it ({@code remove-state}, {@code dedupe-union}
-     * of {@link #state()} in operator {@link #operatorId()}). {@link #surgery()} gives the surgery to
+     * of {@link #state()} in operator {@link #operatorId()}; {@code kafka migrate-legacy} of operator
+     * {@link #operatorId()}, whose surgery needs the new job's connector version, so {@link #surgery()}
+     * is null for it). {@link #surgery()} gives the surgery to
      * pass to {@link #apply}; the CLI prints the command line.
      */
     public static final class Remedy {

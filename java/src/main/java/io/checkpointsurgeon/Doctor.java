@@ -107,10 +107,12 @@ final class Doctor {
                 }
             }
         }
+        Set<String> staleUnion = new HashSet<>();
         for (InspectReport.OperatorInfo op : r.operators()) {
             long deployment = 0;
             for (InspectReport.StateTotal t : op.stateTotals()) {
                 if (!t.mode().equals("UNION")) continue;
+                StaleStates.Entry known = StaleStates.match(op, t);
                 deployment += 8 * t.elements();
                 List<InspectReport.StateInfo> copies = new ArrayList<>();
                 for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -125,15 +127,13 @@ final class Doctor {
                 boolean repeats = !copies.isEmpty() && copies.get(0).distinctElements() >= 0
                         && copies.get(0).elements() > copies.get(0).distinctElements();
                 if (identical && repeats) {
+                    staleUnion.add(op.id() + "\u0000" + t.name());
                     out.add(new CheckpointSurgeon.Finding("ERROR", "STALE_UNION_STATE", String.format(Locale.ROOT,
                             "union state '%s' of operator %s is identical in all %d subtasks and repeats its values"
                                     + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
                                     + " no longer reads, which multiplies by the parallelism on every restore%s",
                             t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements(),
-                            t.name().equals("topic-partition-offset-states")
-                                    ? " (FlinkKafkaConsumer's offsets: a KafkaSource under the same uid never reads"
-                                    + " them; a job still on FlinkKafkaConsumer moves them into KafkaSource state with"
-                                    + " kafka migrate-legacy)" : ""),
+                            known == null ? "" : " (" + StaleStates.explain(known) + ")"),
                             new CheckpointSurgeon.Remedy("remove-state", op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
                             List.of(new CheckpointSurgeon.Remedy("dedupe-union", op.id(), t.name()))));
@@ -159,6 +159,7 @@ final class Doctor {
                         CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
         }
+        connectorStates(out, r, staleUnion);
         Set<String> missing = new HashSet<>();
         ClassLoader cl = Thread.currentThread().getContextClassLoader();
         if (FlinkJudge.flinkAvailable()) {
@@ -186,4 +187,35 @@ final class Doctor {
         return out;
     }
 
+    /**
+     * A WARNING for each state of the catalogue ({@link StaleStates}) the checkpoint holds, unless
+     * the STALE_UNION_STATE finding already names it (that ERROR then carries the same text).
+     */
+    private static void connectorStates(List<CheckpointSurgeon.Finding> out, InspectReport r, Set<String> staleUnion) {
+        for (InspectReport.OperatorInfo op : r.operators()) {
+            for (InspectReport.StateTotal t : op.stateTotals()) {
+                StaleStates.Entry e = StaleStates.match(op, t);
+                if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
+                out.add(new CheckpointSurgeon.Finding("WARNING", "CONNECTOR_STATE", String.format(Locale.ROOT,
+                        "operator %s holds %s state '%s' (%,d elements, %s) of %s",
+                        op.id(), e.mode, t.name(), t.elements(), InspectReport.formatBytes(t.bytes()),
+                        StaleStates.explain(e)),
+                        e == StaleStates.KAFKA ? new CheckpointSurgeon.Remedy("kafka migrate-legacy", op.id(), null)
+                                : CheckpointSurgeon.Remedy.inspect(false),
+                        e.mode.equals("UNION") && e != StaleStates.KAFKA
+                                ? List.of(new CheckpointSurgeon.Remedy("remove-state", op.id(), t.name())) : List.of()));
+            }
+            if (op.coordinatorStateBytes() >= StaleStates.CDC_MIN_BYTES
+                    && StaleStates.cdcEnumerator(op.coordinatorHead(), op.coordinatorStateBytes())) {
+                StaleStates.Entry e = StaleStates.CDC;
+                out.add(new CheckpointSurgeon.Finding("WARNING", "CONNECTOR_STATE", String.format(Locale.ROOT,
+                        "operator %s has %s of coordinator state laid out as %s of %s. Known: the layout of its"
+                                + " snapshot or hybrid state; a heuristic: that no other source writes it, and that"
+                                + " %s or more is bloat",
+                        op.id(), InspectReport.formatBytes(op.coordinatorStateBytes()), e.state, StaleStates.explain(e),
+                        InspectReport.formatBytes(StaleStates.CDC_MIN_BYTES)),
+                        CheckpointSurgeon.Remedy.inspect(false), List.of()));
+            }
+        }
+    }
 }

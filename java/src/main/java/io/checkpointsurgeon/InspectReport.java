@@ -132,6 +132,8 @@ public final class InspectReport {
         private final int finishedSubtasks;
         private final KafkaEnumerator kafkaEnumerator;
         private final List<SubtaskInfo> subtasks;
+        /** Set by the report's decoder; not a component (not in the JSON report, not in equals). */
+        private byte[] coordinatorHead = new byte[0];
 
         public OperatorInfo(String id, String name, String uid, int parallelism, int maxParallelism, long coordinatorStateBytes, boolean fullyFinished, int finishedSubtasks, KafkaEnumerator kafkaEnumerator, List<SubtaskInfo> subtasks) {
             this.id = id;
@@ -173,6 +175,19 @@ public final class InspectReport {
 
         public long coordinatorStateBytes() {
             return coordinatorStateBytes;
+        }
+
+        /**
+         * The first bytes (at most 256) of the coordinator state, for recognising a source's
+         * enumerator state by its layout; empty when there is none.
+         */
+        public byte[] coordinatorHead() {
+            return coordinatorHead.clone();
+        }
+
+        OperatorInfo withCoordinatorHead(byte[] head) {
+            this.coordinatorHead = head.clone();
+            return this;
         }
 
         public boolean fullyFinished() {

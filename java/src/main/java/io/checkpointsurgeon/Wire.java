@@ -181,12 +181,13 @@ final class Wire {
             int n = r.count(16);
             List<InspectReport.MasterStateInfo> masters = new ArrayList<>(n);
             for (int i = 0; i < n; i++) masters.add(new InspectReport.MasterStateInfo(r.str(), r.i32(), r.i64()));
-            n = r.count(33);
+            n = r.count(37);
             List<InspectReport.OperatorInfo> ops = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
                 String id = r.str(), name = r.str(), uid = r.str();
                 int p = r.i32(), maxP = r.i32();
                 long coordinator = r.i64();
+                byte[] coordinatorHead = r.blob();
                 boolean fully = r.bool();
                 int finished = r.i32();
                 InspectReport.KafkaEnumerator kafkaEnumerator = null;
@@ -212,7 +213,7 @@ final class Wire {
                     subs.add(new InspectReport.SubtaskInfo(index, managed, raw, mk, rk, r.i32(), r.i32(), r.i64()));
                 }
                 ops.add(new InspectReport.OperatorInfo(id, name, uid, p, maxP, coordinator, fully, finished,
-                        kafkaEnumerator, List.copyOf(subs)));
+                        kafkaEnumerator, List.copyOf(subs)).withCoordinatorHead(coordinatorHead));
             }
             r.end();
             return new InspectReport(source, version, checkpointId, metadataBytes, propertiesBytes,
@@ -402,6 +403,12 @@ final class Wire {
             String s = decodeModifiedUtf8(in.array(), in.position(), n);
             in.position(in.position() + n);
             return s;
+        }
+
+        byte[] blob() {
+            byte[] b = new byte[count(1)];
+            in.get(b);
+            return b;
         }
 
         List<String> strs() {

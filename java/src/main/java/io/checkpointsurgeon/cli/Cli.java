@@ -1297,6 +1297,10 @@ public final class Cli {
                 return "checkpoint-surgeon inspect " + p;
             case "inspect-subtasks":
                 return "checkpoint-surgeon inspect " + p + " --subtasks";
+            case "kafka migrate-legacy":
+                // the connector version comes from the class path, else --connector-version is asked for
+                return "checkpoint-surgeon kafka migrate-legacy " + p + " --operator-id " + r.operatorId()
+                        + " --apply --output " + quote(path + "-migrated");
             default:
                 return "checkpoint-surgeon " + r.action() + " " + p + " --operator-id " + r.operatorId() + " --state "
                         + quote(r.state()) + " --apply --output "

@@ -1,0 +1,67 @@
+package io.checkpointsurgeon;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.Test;
+
+/**
+ * The connector catalogue on the generated fixtures (real Flink 1.15.4 savepoints and checkpoints;
+ * the generator's source writes the union state {@code topic-partition-offset-states} under
+ * FlinkKafkaConsumer's name and mode): a stale union of a catalogued state is one ERROR that carries
+ * the catalogue's text, never also a WARNING; the state before it went stale is one WARNING; other
+ * states give nothing.
+ */
+public class StaleStatesDoctorTest {
+    static List<CheckpointSurgeon.Finding> doctor(String fixture, String code) throws Exception {
+        return CheckpointSurgeon.doctor(CheckpointSurgeonTest.fixture(fixture)).stream()
+                .filter(f -> f.code().equals(code)).collect(Collectors.toList());
+    }
+
+    @Test
+    public void aStaleUnionOfACataloguedStateIsOneErrorWithTheCatalogueText() throws Exception {
+        List<CheckpointSurgeon.Finding> stale = doctor("stale-union", "STALE_UNION_STATE");
+        assertEquals(stale.toString(), 1, stale.size());
+        String m = stale.get(0).message();
+        assertTrue(m, m.contains("FlinkKafkaConsumer (" + StaleStates.KAFKA.connectorClass + ")")
+                && m.contains("kafka migrate-legacy") && m.contains(StaleStates.KAFKA.why));
+        assertEquals("ERROR", stale.get(0).severity());
+        assertEquals(List.of(), doctor("stale-union", "CONNECTOR_STATE"));
+    }
+
+    @Test
+    public void aCataloguedStateThatIsNotStaleIsAWarning() throws Exception {
+        List<CheckpointSurgeon.Finding> found = doctor("stale-union-restore-0", "CONNECTOR_STATE");
+        assertEquals(found.toString(), 1, found.size());
+        assertEquals("WARNING", found.get(0).severity());
+        assertEquals(new CheckpointSurgeon.Remedy("kafka migrate-legacy", found.get(0).fix().operatorId(), null),
+                found.get(0).fix());
+        assertTrue(found.get(0).message(), found.get(0).message().contains("'topic-partition-offset-states' (4 elements"));
+        assertEquals(List.of(), doctor("stale-union-restore-0", "STALE_UNION_STATE"));
+    }
+
+    @Test
+    public void statesOutsideTheCatalogueGiveNothing() throws Exception {
+        // operator list, union and broadcast states, keyed state, a FLIP-27 source's coordinator state
+        for (String f : new String[] {"operator-state-files", "odd-state-names", "keyed-hashmap", "flip27-source"}) {
+            assertEquals(f, List.of(), doctor(f, "CONNECTOR_STATE"));
+        }
+    }
+
+    @Test
+    public void theCoordinatorHeadIsReported() throws Exception {
+        InspectReport r = CheckpointSurgeon.inspect(CheckpointSurgeonTest.fixture("flip27-source"));
+        InspectReport.OperatorInfo source = r.operators().stream().filter(o -> o.coordinatorStateBytes() > 0)
+                .findFirst().orElseThrow();
+        byte[] head = source.coordinatorHead();
+        assertEquals(Math.min(256, source.coordinatorStateBytes()), head.length);
+        // SourceCoordinator's serde version (1), then the enumerator state's length: the rest
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(head);
+        assertEquals(1, b.getInt());
+        b.getInt();
+        assertEquals(source.coordinatorStateBytes() - 12, b.getInt());
+        assertTrue(!StaleStates.cdcEnumerator(head, source.coordinatorStateBytes()));
+    }
+}
