@@ -242,21 +242,66 @@ struct SeenState {
 impl SeenState {
     fn matches(&self, block: &[u8], start: u64, offsets: &Offsets) -> bool {
         self.block[..] == *block
-            && self
-                .offsets
-                .iter()
-                .zip(offsets.iter())
-                .all(|(a, b)| a as u64 - self.start == b as u64 - start)
+            && if self.start == start {
+                // the usual case: the same header before the state, the same offsets
+                self.offsets.0 == offsets.0
+            } else {
+                self.offsets
+                    .iter()
+                    .zip(offsets.iter())
+                    .all(|(a, b)| a as u64 - self.start == b as u64 - start)
+            }
     }
 }
 
 impl Seen {
+    /// The values of a handle all of whose states were seen before, without validating its
+    /// offsets again: each state's block runs from its first offset to the next state's first
+    /// offset (or the end of the stream), and a state matches a seen one when its block and its
+    /// offsets relative to the block are the same, so they are as valid as that one's were. None
+    /// when a state does not match, or the first offsets are not distinct and inside the stream.
+    fn known(&self, h: &OperatorHandle, stream: &bytes::Bytes) -> Option<Vec<ElementValues>> {
+        let len = stream.len() as u64;
+        let mut firsts: Vec<u64> = h
+            .states
+            .iter()
+            .filter(|s| s.offsets.len() > 0)
+            .map(|s| s.offsets.get(0) as u64)
+            .collect();
+        firsts.sort_unstable();
+        if firsts.last().is_some_and(|&f| f > len) || firsts.windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+        let mut out = Vec::with_capacity(h.states.len());
+        for st in &h.states {
+            if st.offsets.len() == 0 {
+                out.push(ElementValues::of("", stream, &[]));
+                continue;
+            }
+            let start = st.offsets.get(0) as u64;
+            let end = firsts.iter().copied().find(|&f| f > start).unwrap_or(len);
+            let key = (st.name.to_string(), st.offsets.len(), end - start);
+            let block = &stream[start as usize..end as usize];
+            let seen = self.by_shape.get(&key)?;
+            out.push(
+                seen.iter()
+                    .find(|c| c.matches(block, start, &st.offsets))?
+                    .values
+                    .clone(),
+            );
+        }
+        Some(out)
+    }
+
     /// The values of every state of a handle whose stream is uncompressed, in state order.
     fn handle_values(
         &mut self,
         h: &OperatorHandle,
         stream: &bytes::Bytes,
     ) -> Result<Vec<ElementValues>> {
+        if let Some(values) = self.known(h, stream) {
+            return Ok(values);
+        }
         let len = stream.len() as u64;
         // Flink's layout (one block per state, ascending offsets); None for any other.
         let blocks = opstate::state_blocks(h, len);

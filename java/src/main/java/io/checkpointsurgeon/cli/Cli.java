@@ -68,6 +68,8 @@ public final class Cli {
             return OK;
         }
         Class<?> command = args.length > 0 ? subcommand(args[0]) : null;
+        Prefetch prefetch = (command == Inspect.class || command == DoctorCommand.class) && args.length > 1
+                && !args[1].startsWith("-") && !CheckpointSurgeon.isFlinkPath(args[1]) ? new Prefetch(args[1]) : null;
         if (command != null) {
             // The native library loads on another core while picocli builds the command (~20 ms of
             // every run's start-up); a failure to load is reported by the command that needs it.
@@ -79,11 +81,21 @@ public final class Cli {
                     } catch (CheckpointSurgeonException | LinkageError e) {
                         // reported by the command
                     }
+                    if (prefetch != null) prefetch.report.run();
                 }
             };
             preload.setDaemon(true);
             preload.start();
         }
+        Prefetch.CURRENT.set(prefetch);
+        try {
+            return execute(command, args);
+        } finally {
+            Prefetch.CURRENT.remove();
+        }
+    }
+
+    private static int execute(Class<?> command, String... args) {
         CommandLine cl;
         if (command == null) {
             cl = new CommandLine(new Cli());
@@ -109,6 +121,39 @@ public final class Cli {
             return USAGE;
         });
         return cl.execute(args);
+    }
+
+    /**
+     * inspect and doctor read the checkpoint on the other core while picocli builds the command
+     * (~60 ms of start-up): the report of the operand right after the command name, a local path,
+     * is computed ahead, and the command takes it when it inspects that same path. Inspecting
+     * writes nothing, so a report no command takes costs only its time.
+     */
+    static final class Prefetch {
+        static final ThreadLocal<Prefetch> CURRENT = new ThreadLocal<>();
+        final String path;
+        final java.util.concurrent.FutureTask<InspectReport> report;
+
+        Prefetch(String path) {
+            this.path = path;
+            this.report = new java.util.concurrent.FutureTask<>(() -> CheckpointSurgeon.inspect(path));
+        }
+
+        /** The report of {@code path}: the one read ahead when it is of this path, else a new one. */
+        static InspectReport inspect(String path) throws CheckpointSurgeonException {
+            Prefetch p = CURRENT.get();
+            if (p != null && p.path.equals(path)) {
+                p.report.run(); // unless the other thread has started it
+                try {
+                    return p.report.get();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    // read again below, so that the failure is this thread's own
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return CheckpointSurgeon.inspect(path);
+        }
     }
 
     /** The class of the top-level command named {@code name}; null for help and for unknown names. */
@@ -155,7 +200,7 @@ public final class Cli {
         @Override
         public Integer call() throws CheckpointSurgeonException {
             fs.apply(path);
-            InspectReport r = CheckpointSurgeon.inspect(path);
+            InspectReport r = Prefetch.inspect(path);
             PrintWriter out = spec.commandLine().getOut();
             out.print(json ? r.toJson() : table(r, subtasks));
             out.flush();
@@ -285,7 +330,7 @@ public final class Cli {
                     results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i))));
                 }
             } else {
-                results.add(new Result(path.toString(), CheckpointSurgeon.doctor(path)));
+                results.add(new Result(path.toString(), CheckpointSurgeon.doctor(Prefetch.inspect(pathArg), pathArg)));
             }
             print(results);
             return exitCode(results);
@@ -1280,12 +1325,25 @@ public final class Cli {
      * or through a symbolic link (exit 2, naming the {@code option} that asked for it).
      */
     static void writeNewFile(Path file, String option, String text) throws CheckpointSurgeonException {
-        try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
-                java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            o.write(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        java.io.OutputStream o;
+        try {
+            o = java.nio.file.Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS);
         } catch (java.io.IOException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e
                     + " (" + option + " writes a new file, never over an existing one)", e);
+        }
+        try (o) {
+            o.write(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } catch (java.io.IOException e) {
+            // The file is this run's own: a partial one is removed (disk full, ...).
+            try {
+                java.nio.file.Files.deleteIfExists(file);
+            } catch (java.io.IOException ignored) {
+                // reported below
+            }
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": " + e
+                    + " (" + option + "; the partial file was removed)", e);
         }
     }
 
