@@ -4,8 +4,8 @@
 //!
 //!     bench_apply CHECKPOINT OUT_DIR STATE [purge|metadata-only]
 
-use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::commit;
+use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::surgery::{self, Depth, Request, Selector};
 use std::path::Path;
 use std::time::Instant;
@@ -27,7 +27,8 @@ fn main() {
     let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_or_else(|e| fail(e));
     let t2 = Instant::now();
     let out = Path::new(&args[1]);
-    std::fs::create_dir_all(out).unwrap_or_else(|e| fail(checkpoint_surgeon::Error::io(out.display(), e)));
+    std::fs::create_dir_all(out)
+        .unwrap_or_else(|e| fail(checkpoint_surgeon::Error::io(out.display(), e)));
     let applied = commit::stage(&cp, &plan, out, None).unwrap_or_else(|e| fail(e));
     let t3 = Instant::now();
     let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;

@@ -265,7 +265,7 @@ impl Seen {
         let mut firsts: Vec<u64> = h
             .states
             .iter()
-            .filter(|s| s.offsets.len() > 0)
+            .filter(|s| !s.offsets.is_empty())
             .map(|s| s.offsets.get(0) as u64)
             .collect();
         firsts.sort_unstable();
@@ -274,7 +274,7 @@ impl Seen {
         }
         let mut out = Vec::with_capacity(h.states.len());
         for st in &h.states {
-            if st.offsets.len() == 0 {
+            if st.offsets.is_empty() {
                 out.push(ElementValues::of("", stream, &[]));
                 continue;
             }
