@@ -67,10 +67,9 @@ public final class Cli {
             for (String line : new Version().getVersion()) out.println(line);
             return OK;
         }
-        Class<?> command = args.length > 0 ? subcommand(args[0]) : null;
-        Prefetch prefetch = (command == Inspect.class || command == DoctorCommand.class) && args.length > 1
-                && !args[1].startsWith("-") && !CheckpointSurgeon.isFlinkPath(args[1]) ? new Prefetch(args[1]) : null;
-        if (command != null) {
+        Prefetch prefetch = args.length > 1 && (args[0].equals("inspect") || args[0].equals("doctor"))
+                && !args[1].startsWith("-") ? new Prefetch(args[1]) : null;
+        if (args.length > 0 && !args[0].startsWith("-")) {
             // The native library loads on another core while picocli builds the command (~20 ms of
             // every run's start-up); a failure to load is reported by the command that needs it.
             Thread preload = new Thread("checkpoint-surgeon-preload") {
@@ -87,6 +86,7 @@ public final class Cli {
             preload.setDaemon(true);
             preload.start();
         }
+        Class<?> command = args.length > 0 ? subcommand(args[0]) : null;
         Prefetch.CURRENT.set(prefetch);
         try {
             return execute(command, args);
@@ -125,8 +125,8 @@ public final class Cli {
 
     /**
      * inspect and doctor read the checkpoint on the other core while picocli builds the command
-     * (~60 ms of start-up): the report of the operand right after the command name, a local path,
-     * is computed ahead, and the command takes it when it inspects that same path. Inspecting
+     * (~60 ms of start-up): the report of the operand right after the command name, when it is a
+     * local path, is computed ahead, and the command takes it when it inspects that same path. Inspecting
      * writes nothing, so a report no command takes costs only its time.
      */
     static final class Prefetch {
@@ -136,7 +136,9 @@ public final class Cli {
 
         Prefetch(String path) {
             this.path = path;
-            this.report = new java.util.concurrent.FutureTask<>(() -> CheckpointSurgeon.inspect(path));
+            // A Flink path needs the file systems the command configures first: not read ahead.
+            this.report = new java.util.concurrent.FutureTask<>(
+                    () -> CheckpointSurgeon.isFlinkPath(path) ? null : CheckpointSurgeon.inspect(path));
         }
 
         /** The report of {@code path}: the one read ahead when it is of this path, else a new one. */
@@ -145,7 +147,8 @@ public final class Cli {
             if (p != null && p.path.equals(path)) {
                 p.report.run(); // unless the other thread has started it
                 try {
-                    return p.report.get();
+                    InspectReport r = p.report.get();
+                    if (r != null) return r;
                 } catch (java.util.concurrent.ExecutionException e) {
                     // read again below, so that the failure is this thread's own
                 } catch (InterruptedException e) {
@@ -158,7 +161,23 @@ public final class Cli {
 
     /** The class of the top-level command named {@code name}; null for help and for unknown names. */
     private static Class<?> subcommand(String name) {
-        for (Class<?> c : Cli.class.getAnnotation(Command.class).subcommands()) {
+        java.util.List<Class<?>> all = java.util.Arrays.asList(Cli.class.getAnnotation(Command.class).subcommands());
+        // The class the naming convention gives first (remove-state: RemoveState, doctor:
+        // DoctorCommand), so that only the command that runs has its annotations read; then all.
+        StringBuilder camel = new StringBuilder();
+        for (String part : name.split("-")) {
+            if (!part.isEmpty()) camel.append(Character.toUpperCase(part.charAt(0))).append(part.substring(1));
+        }
+        for (String candidate : new String[] {camel.toString(), camel + "Command"}) {
+            try {
+                Class<?> c = Class.forName(Cli.class.getName() + "$" + candidate, false, Cli.class.getClassLoader());
+                Command command = c.getAnnotation(Command.class);
+                if (all.contains(c) && command != null && command.name().equals(name)) return c;
+            } catch (ClassNotFoundException | LinkageError e) {
+                // not by the convention
+            }
+        }
+        for (Class<?> c : all) {
             Command command = c.getAnnotation(Command.class);
             if (c != CommandLine.HelpCommand.class && command != null && command.name().equals(name)) return c;
         }
@@ -1098,11 +1117,37 @@ public final class Cli {
         @Option(names = "--json", description = "print JSON")
         boolean json;
 
+        @Option(names = "--zookeeper-quorum", paramLabel = "HOSTS", description = "with --apply: refuse (exit 2) while a"
+                + " JobManager holds or waits for the cluster's leadership in this ZooKeeper (its leader latch)")
+        String zookeeperQuorum;
+
+        @Option(names = "--cluster-id", paramLabel = "ID", description = "high-availability.cluster-id (default: default)")
+        String clusterId = "default";
+
+        @Option(names = "--zookeeper-root", paramLabel = "PATH", description = "high-availability.zookeeper.path.root"
+                + " (default: /flink)")
+        String zookeeperRoot = "/flink";
+
+        @Option(names = "--force", description = "repair even though a JobManager holds the leadership (it will"
+                + " overwrite or use the files it has in memory)")
+        boolean force;
+
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
         @Override
         public Integer call() throws CheckpointSurgeonException {
+            if (apply && zookeeperQuorum != null) {
+                String leader = io.checkpointsurgeon.flink.ZooKeeperLeader.liveLeader(zookeeperQuorum, zookeeperRoot, clusterId);
+                if (leader != null && !force) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, leader
+                            + ". Stop the JobManager(s) before repairing their HA files, or give --force");
+                }
+                if (leader != null) spec.commandLine().getErr().println("warning (--force): " + leader);
+            } else if (apply && !force) {
+                spec.commandLine().getErr().println("warning: not checked whether a JobManager holds the cluster's"
+                        + " leadership (give --zookeeper-quorum and --cluster-id)");
+            }
             Surgery s = null;
             try {
                 if ((from == null) != (to == null)) throw new IllegalArgumentException("--from and --to go together");

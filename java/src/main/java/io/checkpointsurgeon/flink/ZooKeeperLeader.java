@@ -1,0 +1,143 @@
+package io.checkpointsurgeon.flink;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Whether a JobManager holds leadership of a cluster in ZooKeeper, read with the ZooKeeper client
+ * Flink ships (flink-shaded-zookeeper-3, on the class path with Flink's jars). A JobManager that
+ * runs has an ephemeral node under the cluster's leader latch: {@code <root>/<cluster-id>/leader/latch}
+ * (one latch for all components, as Flink 1.20 writes it; {@code <root>/<cluster-id>/latch} is
+ * checked too) or {@code <root>/<cluster-id>/leaderlatch/<component>} (up to 1.14). The leader's
+ * address is in {@code <root>/<cluster-id>/leader/<component>/connection_info} (or
+ * {@code .../leader/<component>} up to 1.14), written by an ObjectOutputStream as a UTF string (the
+ * address) and the session id.
+ */
+public final class ZooKeeperLeader {
+    private static final String SHADED = "org.apache.flink.shaded.zookeeper3.org.apache.zookeeper.";
+    private static final int TIMEOUT_MS = 15_000;
+
+    private ZooKeeperLeader() {}
+
+    /**
+     * The live contenders of the cluster's leader latch and the leaders' addresses, as one line; null
+     * when no JobManager holds or waits for leadership.
+     */
+    public static String liveLeader(String quorum, String root, String clusterId) throws CheckpointSurgeonException {
+        String base = ("/" + root + "/" + clusterId).replaceAll("/+", "/").replaceAll("/$", "");
+        Object zk = connect(quorum);
+        try {
+            List<String> contenders = new ArrayList<>();
+            for (String latch : new String[] {base + "/leader/latch", base + "/latch"}) {
+                for (String c : children(zk, latch)) contenders.add(latch + "/" + c);
+            }
+            for (String component : children(zk, base + "/leaderlatch")) {
+                for (String c : children(zk, base + "/leaderlatch/" + component)) {
+                    contenders.add(base + "/leaderlatch/" + component + "/" + c);
+                }
+            }
+            if (contenders.isEmpty()) return null;
+            List<String> leaders = new ArrayList<>();
+            for (String component : children(zk, base + "/leader")) {
+                if (component.equals("latch")) continue;
+                String address = address(data(zk, base + "/leader/" + component + "/connection_info"));
+                if (address == null) address = address(data(zk, base + "/leader/" + component));
+                if (address != null) leaders.add(component + " at " + address);
+            }
+            return "a JobManager holds or waits for the leadership of cluster '" + clusterId + "' in ZooKeeper "
+                    + quorum + ": " + (leaders.isEmpty() ? "leader unknown" : "leader " + String.join(", ", leaders))
+                    + "; latch node(s) " + String.join(", ", contenders);
+        } finally {
+            invoke(zk, "close");
+        }
+    }
+
+    /**
+     * The address an ObjectOutputStream wrote with writeUTF first (stream header, a block-data
+     * record, then the string); null if the bytes are not that.
+     */
+    static String address(byte[] b) {
+        if (b == null || b.length < 9 || (b[0] & 0xff) != 0xac || (b[1] & 0xff) != 0xed || b[4] != 0x77) return null;
+        int len = ((b[6] & 0xff) << 8) | (b[7] & 0xff);
+        if (8 + len > b.length) return null;
+        String s = new String(b, 8, len, StandardCharsets.UTF_8);
+        return s.chars().allMatch(c -> c >= 0x20 && c < 0x7f) ? s : null;
+    }
+
+    private static Object connect(String quorum) throws CheckpointSurgeonException {
+        try {
+            Class<?> zkClass = Class.forName(SHADED + "ZooKeeper");
+            Class<?> watcher = Class.forName(SHADED + "Watcher");
+            Object noWatch = Proxy.newProxyInstance(watcher.getClassLoader(), new Class<?>[] {watcher},
+                    (proxy, method, args) -> method.getName().equals("hashCode") ? 0
+                            : method.getName().equals("equals") ? proxy == args[0]
+                            : method.getName().equals("toString") ? "no watch" : null);
+            Object zk = zkClass.getConstructor(String.class, int.class, watcher).newInstance(quorum, TIMEOUT_MS, noWatch);
+            long deadline = System.nanoTime() + TIMEOUT_MS * 1_000_000L;
+            while (!(Boolean) invoke(invoke(zk, "getState"), "isConnected")) {
+                if (System.nanoTime() > deadline) {
+                    invoke(zk, "close");
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "no connection to ZooKeeper "
+                            + quorum + " within " + TIMEOUT_MS / 1000 + " s: cannot check that no JobManager holds the"
+                            + " leadership (--force skips the check)");
+                }
+                Thread.sleep(50);
+            }
+            return zk;
+        } catch (ClassNotFoundException | LinkageError e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, "checking the ZooKeeper"
+                    + " leader needs Flink's jars (flink-shaded-zookeeper-3) on the class path: " + e, e);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper " + quorum + ": " + cause(e), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "interrupted while connecting to ZooKeeper", e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<String> children(Object zk, String path) throws CheckpointSurgeonException {
+        Object r = call(zk, "getChildren", path);
+        return r == null ? List.of() : (List<String>) r;
+    }
+
+    private static byte[] data(Object zk, String path) throws CheckpointSurgeonException {
+        return (byte[]) call(zk, "getData", path);
+    }
+
+    /** getChildren(path, false) or getData(path, false, null); null when the node does not exist. */
+    private static Object call(Object zk, String name, String path) throws CheckpointSurgeonException {
+        try {
+            for (Method m : zk.getClass().getMethods()) {
+                if (!m.getName().equals(name) || m.getParameterCount() != (name.equals("getData") ? 3 : 2)
+                        || m.getParameterTypes()[0] != String.class || m.getParameterTypes()[1] != boolean.class) {
+                    continue;
+                }
+                return name.equals("getData") ? m.invoke(zk, path, false, null) : m.invoke(zk, path, false);
+            }
+            throw new NoSuchMethodException(name);
+        } catch (InvocationTargetException e) {
+            if (e.getCause().getClass().getName().endsWith("KeeperException$NoNodeException")) return null;
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper node " + path + ": " + e.getCause(), e);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper node " + path + ": " + e, e);
+        }
+    }
+
+    private static Object invoke(Object target, String name) throws CheckpointSurgeonException {
+        try {
+            return target.getClass().getMethod(name).invoke(target);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper client: " + cause(e), e);
+        }
+    }
+
+    private static Throwable cause(Throwable e) {
+        return e instanceof InvocationTargetException && e.getCause() != null ? e.getCause() : e;
+    }
+}
