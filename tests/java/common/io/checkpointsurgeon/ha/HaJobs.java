@@ -73,10 +73,13 @@ final class HaJobs {
     static final Map<Long, Long> KEYED_FIRST = new ConcurrentHashMap<>();
     /** key -> the value of {@code first} the keyed operator found in restored state (this phase). */
     static final Map<Long, Long> KEYED_RESTORED = new ConcurrentHashMap<>();
+    /** The keys the keyed operator has a value of {@code first} for (this phase). */
+    static final Set<Long> KEYS_HELD = ConcurrentHashMap.newKeySet();
 
     static void resetPhase() {
         RESTORES.clear();
         KEYED_RESTORED.clear();
+        KEYS_HELD.clear();
     }
 
     static void resetAll() {
@@ -177,6 +180,7 @@ final class HaJobs {
             } else if (reported.add(key)) {
                 KEYED_RESTORED.put(key, f);
             }
+            KEYS_HELD.add(key);
             return value;
         }
 

@@ -87,9 +87,10 @@ public class ZooKeeperHaRepairTest {
         Path v1Dir = TestFiles.latestCheckpoint(cluster.checkpoints.resolve(v1.toString()));
         assertNotNull("a retained checkpoint of v1", v1Dir);
 
+        HaJobs.resetPhase();
         JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), v1Dir.toUri().toString());
         cluster.awaitRunning(job);
-        long a = cluster.awaitHaCheckpoint(job, 0);
+        long a = awaitCheckpointHoldingEveryKey(job);
         cluster.crash();
         long expected = 2L * HaJobs.PARALLELISM * HaJobs.PARALLELISM;
         assertUnionInNewestHaFile("after restoring v2 from v1's checkpoint", job, a, expected);
@@ -186,7 +187,7 @@ public class ZooKeeperHaRepairTest {
         cluster.start();
         JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), null);
         cluster.awaitRunning(job);
-        cluster.awaitHaCheckpoint(job, 0);
+        awaitCheckpointHoldingEveryKey(job);
         cluster.crash();
         Map<Long, Path> ha = cluster.haFilesById(job);
         long newest = Collections.max(ha.keySet());
@@ -261,6 +262,21 @@ public class ZooKeeperHaRepairTest {
         assertEquals(phase + ": keyed state 'first' holds the values set before", new TreeMap<>(HaJobs.KEYED_FIRST),
                 new TreeMap<>(HaJobs.KEYED_RESTORED));
         return id;
+    }
+
+    /**
+     * Waits until the keyed operator holds {@code first} for every key, then for an HA checkpoint
+     * triggered after that (one in flight may have been triggered before, so the one after it), so
+     * that the recovery that follows can find every key in restored state.
+     */
+    private long awaitCheckpointHoldingEveryKey(JobID job) throws Exception {
+        long deadline = System.currentTimeMillis() + HaCluster.TIMEOUT_MS;
+        while (HaJobs.KEYS_HELD.size() < HaJobs.KEYS && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals("keys the keyed operator holds a value for", HaJobs.KEYS, HaJobs.KEYS_HELD.size());
+        long seen = cluster.haFilesById(job).keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+        return cluster.awaitHaCheckpoint(job, seen + 1);
     }
 
     private static void awaitKeyedRestores(String phase) throws InterruptedException {
