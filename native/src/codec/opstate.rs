@@ -59,8 +59,11 @@ pub struct StreamHeader {
     pub data_start: usize,
     /// Each state's block of elements, when the offsets have the usual layout (see
     /// [`state_blocks`]); computed here because it costs the same pass as the smallest offset.
-    pub blocks: Option<Vec<Option<(u64, u64)>>>,
+    pub blocks: Option<Blocks>,
 }
+
+/// Per state (in the handle's order) the byte range of its data, None for a state without any.
+pub type Blocks = Vec<Option<(u64, u64)>>;
 
 impl StreamHeader {
     pub fn entry(&self, name: &JStr) -> Option<&MetaInfoEntry> {
@@ -159,6 +162,14 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
     }
     let data_start = walk.r.pos();
     walk.check_data_start(data_start)?;
+    let blocks = if compressed {
+        match identifier_segments(stream, data_start, &entries, handle)? {
+            Some(segments) => Some(segments),
+            None => blocks,
+        }
+    } else {
+        blocks
+    };
     Ok(StreamHeader {
         proxy_version,
         compressed,
@@ -378,13 +389,24 @@ impl Walk<'_> {
 
     /// The first data byte as the offsets tell it: the smallest offset (less the snappy
     /// identifier when compressed), or EOF when no state has elements.
+    ///
+    /// Flink 1.18 opens each state's data with its own stream identifier, and a state without
+    /// elements leaves only that identifier: the data starts before any run of identifiers that
+    /// ends where the first element (or the stream) does.
     fn expected_data_start(&self) -> Option<usize> {
-        match self.data_start {
-            Some(d) if self.compressed => Some(d.saturating_sub(SNAPPY_STREAM_IDENTIFIER.len())),
-            Some(d) => Some(d),
-            None if self.compressed => None,
-            None => Some(self.stream_len),
+        if !self.compressed {
+            return Some(self.data_start.unwrap_or(self.stream_len));
         }
+        let id = &SNAPPY_STREAM_IDENTIFIER[..];
+        let buf = self.buf();
+        let mut d = match self.data_start {
+            Some(d) => d.saturating_sub(id.len()),
+            None => self.stream_len,
+        };
+        while d >= id.len() && &buf[d - id.len()..d] == id {
+            d -= id.len();
+        }
+        (d < self.stream_len).then_some(d)
     }
 
     fn check_data_start(&self, end: usize) -> Result<()> {
@@ -436,38 +458,112 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// Whether elements can be cut out of this stream byte-wise. Uncompressed streams always can.
-/// A snappy-compressed stream (Flink 1.19+) has one stream identifier after the header and then
-/// independent frames, each element starting a fresh frame, so whole elements can be cut too.
-/// The Flink 1.18 layout, with an identifier before each state's data, is refused.
-pub fn check_frames_cuttable(
+/// The snappy frames of a compressed data section (a 4-byte chunk header: type, then a 24-bit
+/// little-endian length). Flink 1.19+ writes one stream identifier chunk, then frames. Flink 1.18
+/// (FLINK-30113) compressed each state with a new stream, so an identifier opens each state's data,
+/// in header order, for states without elements too. For that layout, returns per handle state
+/// its segment `[identifier, next identifier or end of stream)`: cutting a whole segment leaves
+/// what Flink writes without the state, and an element runs to the next offset or the segment's
+/// end. None for the single-identifier layout.
+fn identifier_segments(
     stream: &Bytes,
+    data_start: usize,
+    entries: &[MetaInfoEntry],
+    handle: &OperatorHandle,
+) -> Result<Option<Blocks>> {
+    let id = &SNAPPY_STREAM_IDENTIFIER[..];
+    let mut starts = Vec::new();
+    let mut p = data_start;
+    while p < stream.len() {
+        let Some(chunk) = stream.get(p..p + 4) else {
+            return Err(Error::format(
+                p as u64,
+                "a snappy frame header (4 bytes)",
+                Some(format!("{} bytes before the end", stream.len() - p)),
+            ));
+        };
+        let len = u32::from_le_bytes([chunk[1], chunk[2], chunk[3], 0]) as usize;
+        if stream.get(p..p + id.len()) == Some(id) {
+            starts.push(p);
+        }
+        if p + 4 + len > stream.len() {
+            return Err(Error::format(
+                p as u64,
+                format!("a snappy frame of {len} bytes within the stream"),
+                Some(format!("{} bytes left", stream.len() - p - 4)),
+            ));
+        }
+        p += 4 + len;
+    }
+    if starts.len() <= 1 {
+        return Ok(None);
+    }
+    if starts.len() != entries.len() {
+        return Err(Error::format(
+            data_start as u64,
+            format!(
+                "one snappy stream identifier per state of the header ({} states; the Flink 1.18 layout)",
+                entries.len()
+            ),
+            Some(format!("{} identifiers", starts.len())),
+        ));
+    }
+    let segment = |i: usize| {
+        (
+            starts[i],
+            starts.get(i + 1).copied().unwrap_or(stream.len()),
+        )
+    };
+    let mut out = Vec::with_capacity(handle.states.len());
+    for st in &handle.states {
+        let Some(i) = entries.iter().position(|e| e.name == st.name) else {
+            return Err(Error::format(
+                data_start as u64,
+                format!("a META_INFO entry for state '{}' in the header", st.name),
+                None,
+            ));
+        };
+        let (a, b) = segment(i);
+        // 1.18 does not flush the compressor for each element: every element of a state may
+        // have the offset of its first frame, and the restore reads them one after another.
+        let mut expect = a + id.len();
+        for o in st.offsets.iter() {
+            let o = o as usize;
+            if o < expect || o >= b {
+                return Err(Error::format(
+                    a as u64,
+                    format!(
+                        "the offsets of state '{}' after its stream identifier, not descending, within [{}, {b})",
+                        st.name,
+                        a + id.len()
+                    ),
+                    Some(format!("offset {o}")),
+                ));
+            }
+            expect = o;
+        }
+        out.push(Some((a as u64, b as u64)));
+    }
+    Ok(Some(out))
+}
+
+/// Each state's element ranges (in the handle's state order), from the header's blocks where it
+/// has them (Flink's usual layout, and the per-state segments of Flink 1.18's compressed layout),
+/// else from the offsets alone ([`element_ranges`]).
+pub fn stream_element_ranges(
     header: &StreamHeader,
     h: &OperatorHandle,
-) -> Result<()> {
-    if !header.compressed {
-        return Ok(());
-    }
-    let id = &SNAPPY_STREAM_IDENTIFIER[..];
-    let per_state_identifiers =
-        h.states
+    stream_len: u64,
+) -> Result<Vec<Vec<(u64, u64)>>> {
+    match &header.blocks {
+        Some(blocks) => Ok(h
+            .states
             .iter()
-            .filter_map(|s| s.offsets.iter().min())
-            .any(|first| {
-                let first = first as usize;
-                first >= header.data_start + 2 * id.len()
-                    && stream.get(first - id.len()..first) == Some(id)
-            });
-    if per_state_identifiers {
-        return Err(Error::Unsupported {
-            file: String::new(),
-            offset: header.data_start as u64,
-            what: "cutting a snappy-compressed stream with a stream identifier per state \
-                   (the Flink 1.18 layout); use --metadata-only"
-                .into(),
-        });
+            .zip(blocks)
+            .map(|(st, b)| b.map_or_else(Vec::new, |(_, end)| ranges_in_block(&st.offsets, end)))
+            .collect()),
+        None => element_ranges(h, stream_len),
     }
-    Ok(())
 }
 
 /// The byte ranges of every state's elements in an uncompressed stream, in the handle's state
@@ -522,7 +618,7 @@ fn element_ranges_sorted(handle: &OperatorHandle, stream_len: u64) -> Vec<Vec<(u
 /// (in handle order) the block `[first offset, start of the next block or end of stream)`, or
 /// None for a state without elements. None when the offsets do not have that shape. Linear in the
 /// number of offsets, and it allocates nothing per element.
-pub fn state_blocks(handle: &OperatorHandle, stream_len: u64) -> Option<Vec<Option<(u64, u64)>>> {
+pub fn state_blocks(handle: &OperatorHandle, stream_len: u64) -> Option<Blocks> {
     let mut blocks: Vec<(u64, u64, usize)> = Vec::with_capacity(handle.states.len());
     for (i, st) in handle.states.iter().enumerate() {
         let mut prev: Option<u64> = None;

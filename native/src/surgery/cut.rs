@@ -48,7 +48,6 @@ pub fn rewrite_stream(
     let location = delegate_location(delegate);
     let stream = cp.stream_bytes(delegate)?;
     let header = opstate::parse_header(&stream, h).map_err(|e| e.in_file(&location))?;
-    opstate::check_frames_cuttable(&stream, &header, h).map_err(|e| e.in_file(&location))?;
     // Per-element ranges only where elements are cut one by one; a removed state in the usual
     // block layout is one cut, however many elements it has.
     let blocks = header.blocks.clone();

@@ -2,7 +2,7 @@
 //! (when purging or de-duplicating) the streams of every handle that changes.
 
 use super::cut::{rewrite_stream, HandleEdit};
-use super::{replace_stream, Change, Depth, NewStream, Selector};
+use super::{delegate_location, replace_stream, Change, Depth, NewStream, Selector};
 use crate::codec::handles::Mode;
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
@@ -86,8 +86,19 @@ impl Removals {
                 .ok_or_else(|| Error::InvalidArgument(format!("state '{state}' has no stream")))?;
             let stream = cp.stream_bytes(delegate)?;
             let header = opstate::parse_header(&stream, h)?;
-            opstate::check_frames_cuttable(&stream, &header, h)?;
-            let ranges = &opstate::element_ranges(h, stream.len() as u64)?[pos];
+            let ranges = &opstate::stream_element_ranges(&header, h, stream.len() as u64)?[pos];
+            if header.compressed && ranges.iter().any(|&(a, b)| a >= b) {
+                return Err(Error::Unsupported {
+                    file: delegate_location(delegate),
+                    offset: ranges[0].0,
+                    what: format!(
+                        "de-duplicating state '{state}': its elements share one snappy stream and one \
+                         offset (Flink 1.18's compressed layout), so one element cannot be cut out; \
+                         remove the state, or restore the job with \
+                         execution.checkpointing.snapshot-compression: false and take a savepoint"
+                    ),
+                });
+            }
             let seen = seen.entry(at.operator).or_default();
             let keep: Vec<bool> = ranges
                 .iter()
