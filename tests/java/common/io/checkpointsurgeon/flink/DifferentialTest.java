@@ -17,7 +17,7 @@ import static org.junit.Assert.fail;
  * description of what Flink reads back, and the native round trip must return the same bytes.
  *
  * <p>Every fourth seed is written with one of the older metadata versions this Flink can still
- * write (1.20: V3; 2.3: V3, V4, V5), so V5, which no fixture line writes by default, is covered
+ * write (1.20: V3; 2.0: V3, V4; 2.1+: V3, V4, V5), so V5, which only 2.0 writes by default, is covered
  * too; seeds whose handles the older version cannot express fall back to the default version.
  *
  * <p>System properties: {@code differential.cases} (default 10000), {@code differential.seed}

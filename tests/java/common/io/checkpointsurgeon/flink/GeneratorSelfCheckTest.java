@@ -64,6 +64,9 @@ public class GeneratorSelfCheckTest {
             case "1.20":
                 expected = 4;
                 break;
+            case "2.0":
+                expected = 5;
+                break;
             default:
                 expected = 6;
         }

@@ -45,7 +45,7 @@ import java.util.UUID;
  * tests/java/v115's): file-merging segment handles, incremental handles as lists, changelog handles
  * with checkpoint id and storage identifier, metadata written in older versions and the
  * CheckpointProperties trailer. The members where 1.20 and 2.x differ (operator name and uid, the
- * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and v23.
+ * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and since20.
  */
 final class FlinkCompat {
 
