@@ -26,10 +26,7 @@ import org.apache.flink.runtime.state.changelog.inmemory.InMemoryChangelogStateH
 
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.util.AbstractMap;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -110,22 +107,14 @@ final class FlinkCompat {
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getSharedState());
+        return HandleMaps.entries(h.getSharedState());
     }
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getPrivateState());
+        return HandleMaps.entries(h.getPrivateState());
     }
 
-    private static List<Map.Entry<String, StreamStateHandle>> entries(
-            Map<StateHandleID, StreamStateHandle> map) {
-        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(map.size());
-        for (Map.Entry<StateHandleID, StreamStateHandle> e : map.entrySet()) {
-            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getKey().getKeyString(), e.getValue()));
-        }
-        return out;
-    }
 
     // ------------------------------------------------------------------------
     //  generator side
@@ -170,18 +159,10 @@ final class FlinkCompat {
             List<Map.Entry<String, StreamStateHandle>> privateState,
             StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
         return IncrementalRemoteKeyedStateHandle.restore(
-                backendId, range, checkpointId, handleMap(shared), handleMap(privateState), meta,
-                checkpointedSize, id);
+                backendId, range, checkpointId, HandleMaps.handleMap(shared), HandleMaps.handleMap(privateState),
+                meta, checkpointedSize, id);
     }
 
-    private static Map<StateHandleID, StreamStateHandle> handleMap(
-            List<Map.Entry<String, StreamStateHandle>> entries) {
-        Map<StateHandleID, StreamStateHandle> out = new HashMap<>();
-        for (Map.Entry<String, StreamStateHandle> e : entries) {
-            out.put(new StateHandleID(e.getKey()), e.getValue());
-        }
-        return out;
-    }
 
     /** 1.15 writes code 8 (no checkpoint id). */
     @SuppressWarnings("unchecked") // nonMaterialized holds the ChangelogStateHandles made here
