@@ -2,7 +2,6 @@ package io.checkpointsurgeon.testing;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -46,7 +45,7 @@ public final class MiniClusterJob {
     private Duration pollInterval = Duration.ofMillis(50);
     private WhileRunning whileRunning;
     private boolean stopWithSavepoint;
-    private SavepointFormatType savepointFormat = SavepointFormatType.CANONICAL;
+    private boolean nativeSavepoint;
 
     private MiniClusterJob(String name, Configuration conf, int parallelism,
                            Consumer<StreamExecutionEnvironment> topology) {
@@ -97,10 +96,10 @@ public final class MiniClusterJob {
         return this;
     }
 
-    /** Ends the job with stop-with-savepoint in Flink's native format (the state backend's own files). */
+    /** Ends the job with stop-with-savepoint in Flink's native format (the state backend's own files; 1.15+). */
     public MiniClusterJob stopWithNativeSavepoint() {
         this.stopWithSavepoint = true;
-        this.savepointFormat = SavepointFormatType.NATIVE;
+        this.nativeSavepoint = true;
         return this;
     }
 
@@ -153,8 +152,8 @@ public final class MiniClusterJob {
                 whileRunning.accept(client);
             }
             if (stopWithSavepoint) {
-                run.savepoint = client.stopWithSavepoint(false, FlinkConf.savepointsDir(conf),
-                        savepointFormat).get(seconds, TimeUnit.SECONDS);
+                run.savepoint = Savepoints.stop(client, FlinkConf.savepointsDir(conf), nativeSavepoint)
+                        .get(seconds, TimeUnit.SECONDS);
                 result.handle((r, t) -> null).get(seconds, TimeUnit.SECONDS);
             }
         } finally {

@@ -108,7 +108,7 @@ public class FixtureAgreementTest {
             // inspect reports -1 for an operator without coordinator state
             long coordinator = op.getCoordinatorState() == null ? -1 : op.getCoordinatorState().getStateSize();
             b.append(operatorLine(e.getKey(), op.getParallelism(), op.getMaxParallelism(), coordinator,
-                    op.isFullyFinished()));
+                    FlinkCompat.isFullyFinished(op)));
             for (Map.Entry<Integer, OperatorSubtaskState> s : new TreeMap<>(op.getSubtaskStates()).entrySet()) {
                 Map<String, String> states = new TreeMap<>();
                 List<OperatorStateHandle> handles = new ArrayList<>(s.getValue().getManagedOperatorState());

@@ -13,9 +13,6 @@ import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.OperatorStreamStateHandle;
 import org.apache.flink.runtime.state.ResultSubpartitionStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
-import org.apache.flink.runtime.state.changelog.inmemory.InMemoryChangelogStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle;
 import org.apache.flink.runtime.state.memory.ByteStreamStateHandle;
@@ -77,7 +74,7 @@ public final class FlinkDescriber {
                 .append(" maxParallelism=").append(operator.getMaxParallelism())
                 .append(" coordinator=").append(streamHandle(operator.getCoordinatorState()))
                 .append('\n');
-        if (operator.isFullyFinished()) {
+        if (FlinkCompat.isFullyFinished(operator)) {
             out.append("  fully-finished\n");
             return;
         }
@@ -86,7 +83,7 @@ public final class FlinkDescriber {
         subtasks.sort(Map.Entry.comparingByKey());
         for (Map.Entry<Integer, OperatorSubtaskState> entry : subtasks) {
             OperatorSubtaskState subtask = entry.getValue();
-            if (subtask.isFinished()) {
+            if (FlinkCompat.isFinished(subtask)) {
                 out.append("  subtask ").append(entry.getKey()).append(" finished\n");
                 continue;
             }
@@ -192,7 +189,7 @@ public final class FlinkDescriber {
         }
         if (h instanceof KeyGroupsStateHandle) {
             return keyGroups("KeyGroups", (KeyGroupsStateHandle) h,
-                    h.getStateHandleId().getKeyString());
+                    FlinkCompat.keyGroupsHandleId((KeyGroupsStateHandle) h));
         }
         if (h instanceof IncrementalRemoteKeyedStateHandle) {
             IncrementalRemoteKeyedStateHandle i = (IncrementalRemoteKeyedStateHandle) h;
@@ -203,30 +200,9 @@ public final class FlinkDescriber {
                     + ",shared=" + namedHandles(FlinkCompat.incrementalSharedState(i))
                     + ",private=" + namedHandles(FlinkCompat.incrementalPrivateState(i)) + ")";
         }
-        if (h instanceof ChangelogStateBackendHandle) {
-            ChangelogStateBackendHandle c = (ChangelogStateBackendHandle) h;
-            StringJoiner materialized = new StringJoiner(";", "[", "]");
-            for (KeyedStateHandle m : c.getMaterializedStateHandles()) {
-                materialized.add(keyedHandle(m));
-            }
-            StringJoiner nonMaterialized = new StringJoiner(";", "[", "]");
-            for (KeyedStateHandle n : c.getNonMaterializedStateHandles()) {
-                nonMaterialized.add(keyedHandle(n));
-            }
-            return "Changelog(range=" + range(c) + ",materialized=" + materialized
-                    + ",nonMaterialized=" + nonMaterialized
-                    + ",materializationId=" + c.getMaterializationID() + ")";
-        }
-        if (h instanceof InMemoryChangelogStateHandle) {
-            InMemoryChangelogStateHandle m = (InMemoryChangelogStateHandle) h;
-            return "ChangelogInMemory(range=" + range(m) + ",from=" + m.getFrom()
-                    + ",to=" + m.getTo() + ",changes=" + m.getChanges().size() + ")";
-        }
-        if (h instanceof ChangelogStateHandleStreamImpl) {
-            ChangelogStateHandleStreamImpl s = (ChangelogStateHandleStreamImpl) h;
-            StringJoiner handles = new StringJoiner(";", "[", "]");
-            s.getHandlesAndOffsets().forEach(t -> handles.add(t.f1 + "@" + streamHandle(t.f0)));
-            return "ChangelogFile(range=" + range(s) + ",handles=" + handles + ")";
+        String versionSpecific = FlinkCompat.describeVersionSpecificKeyedHandle(h);
+        if (versionSpecific != null) {
+            return versionSpecific;
         }
         throw new IllegalArgumentException("Unknown KeyedStateHandle class " + h.getClass());
     }
@@ -236,7 +212,7 @@ public final class FlinkDescriber {
                 + ",delegate=" + streamHandle(k.getDelegateStateHandle()) + ")";
     }
 
-    private static String range(KeyedStateHandle h) {
+    static String range(KeyedStateHandle h) {
         return h.getKeyGroupRange().getStartKeyGroup() + "+"
                 + h.getKeyGroupRange().getNumberOfKeyGroups();
     }

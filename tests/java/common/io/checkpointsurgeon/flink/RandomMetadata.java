@@ -3,7 +3,6 @@ package io.checkpointsurgeon.flink;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
-import org.apache.flink.runtime.checkpoint.FinishedOperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
@@ -24,10 +23,7 @@ import org.apache.flink.runtime.state.ResultSubpartitionStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StateObject;
 import org.apache.flink.runtime.state.StreamStateHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
-import org.apache.flink.runtime.state.changelog.SequenceNumber;
 import org.apache.flink.runtime.state.changelog.StateChange;
-import org.apache.flink.runtime.state.changelog.inmemory.InMemoryChangelogStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle;
 import org.apache.flink.runtime.state.memory.ByteStreamStateHandle;
@@ -155,7 +151,7 @@ public final class RandomMetadata {
             name = random.nextBoolean() ? nonEmptyName() : null;
             uid = random.nextBoolean() ? nonEmptyName() : null;
         }
-        boolean fullyFinished = random.nextInt(10) == 0;
+        boolean fullyFinished = random.nextInt(10) == 0 && FlinkCompat.SUPPORTS_FINISHED;
         OperatorState operator =
                 FlinkCompat.newOperatorState(name, uid, id, parallelism, maxParallelism, fullyFinished);
         if (fullyFinished) {
@@ -175,8 +171,8 @@ public final class RandomMetadata {
 
     private OperatorSubtaskState subtask(int parallelism) {
         int kind = random.nextInt(20);
-        if (kind < 3) {
-            return FinishedOperatorSubtaskState.INSTANCE;
+        if (kind < 3 && FlinkCompat.SUPPORTS_FINISHED) {
+            return FlinkCompat.finishedSubtask();
         }
         OperatorSubtaskState.Builder builder = OperatorSubtaskState.builder();
         if (kind < 5) {
@@ -262,7 +258,7 @@ public final class RandomMetadata {
     // ------------------------------------------------------------------------
 
     private KeyedStateHandle keyedHandle(int depth) {
-        int kind = random.nextInt(depth == 0 ? 100 : 65);
+        int kind = random.nextInt(depth == 0 && FlinkCompat.SUPPORTS_CHANGELOG ? 100 : 65);
         if (kind < 25) {
             return keyGroupsHandle(false, keyGroupRange(true), depth);
         } else if (kind < 40) {
@@ -289,7 +285,7 @@ public final class RandomMetadata {
         StreamStateHandle delegate = streamHandle(depth + 1);
         return savepoint
                 ? new KeyGroupsSavepointStateHandle(rangeOffsets, delegate)
-                : KeyGroupsStateHandle.restore(rangeOffsets, delegate, stateHandleId());
+                : FlinkCompat.newKeyGroupsHandle(rangeOffsets, delegate, stateHandleId());
     }
 
     private KeyedStateHandle incrementalHandle(int depth) {
@@ -328,7 +324,7 @@ public final class RandomMetadata {
                     ? incrementalHandle(1)
                     : keyGroupsHandle(kind == 1, keyGroupRange(true), 1));
         }
-        List<ChangelogStateHandle> nonMaterialized = new ArrayList<>();
+        List<KeyedStateHandle> nonMaterialized = new ArrayList<>();
         n = random.nextInt(3);
         for (int i = 0; i < n; i++) {
             nonMaterialized.add(random.nextBoolean() ? inMemoryChangelogHandle() : changelogFileHandle());
@@ -338,7 +334,7 @@ public final class RandomMetadata {
                 random.nextInt(1 << 20), stateHandleId());
     }
 
-    private ChangelogStateHandle inMemoryChangelogHandle() {
+    private KeyedStateHandle inMemoryChangelogHandle() {
         KeyGroupRange range = keyGroupRange(false);
         List<StateChange> changes = new ArrayList<>();
         int n = random.nextInt(4);
@@ -350,11 +346,10 @@ public final class RandomMetadata {
         }
         long from = random.nextInt(3) == 0 ? nonNegativeLong() / 2 : random.nextInt(1000);
         long to = from + random.nextInt(1000);
-        return InMemoryChangelogStateHandle.restore(
-                changes, SequenceNumber.of(from), SequenceNumber.of(to), range, stateHandleId());
+        return FlinkCompat.newInMemoryChangelogHandle(changes, from, to, range, stateHandleId());
     }
 
-    private ChangelogStateHandle changelogFileHandle() {
+    private KeyedStateHandle changelogFileHandle() {
         List<Tuple2<StreamStateHandle, Long>> handles = new ArrayList<>();
         int n = random.nextInt(4);
         for (int i = 0; i < n; i++) {

@@ -4,7 +4,6 @@ import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.state.api.SavepointReader;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
@@ -16,7 +15,10 @@ import java.util.List;
 /**
  * What Flink's State Processor API reads from a checkpoint or savepoint, as sorted text lines, for
  * comparing the state before and after a surgery. {@link ReaderShims} (per Flink line) has the
- * calls whose signatures differ: how an operator is named and how a reader function is opened.
+ * calls whose signatures differ: how a savepoint is loaded (its reader type is {@code var} here:
+ * 1.13/1.14's {@code ExistingSavepoint} reads into DataSets, 1.15+'s {@code SavepointReader} into
+ * DataStreams, which both map and union alike), how an operator is named and how a reader function
+ * is opened.
  */
 final class StateReads {
     private StateReads() {}
@@ -27,11 +29,11 @@ final class StateReads {
      */
     static List<String> splitListAndKeyed(String path, String listUid, String listState, String keyedUid,
                                           String keyedState) throws Exception {
-        SavepointReader reader = SavepointReader.read(localEnvironment(), path);
-        DataStream<String> split = ReaderShims.readListState(reader, listUid, listState, Types.STRING)
+        var reader = ReaderShims.load(path);
+        var split = ReaderShims.readListState(reader, listUid, listState, Types.STRING)
                 .map(new Prefix<>("split:"));
-        DataStream<String> keyed = ReaderShims.readKeyedValues(reader, keyedUid, keyedState);
-        return collectSorted(split.union(keyed));
+        var keyed = ReaderShims.readKeyedValues(reader, keyedUid, keyedState);
+        return sorted(ReaderShims.collect(split.union(keyed)));
     }
 
     /**
@@ -40,12 +42,12 @@ final class StateReads {
      */
     static List<String> listAndBroadcast(String path, String uid, String listState, String broadcastState)
             throws Exception {
-        SavepointReader reader = SavepointReader.read(localEnvironment(), path);
-        DataStream<String> list = ReaderShims.readListState(reader, uid, listState, Types.LONG)
+        var reader = ReaderShims.load(path);
+        var list = ReaderShims.readListState(reader, uid, listState, Types.LONG)
                 .map(new Prefix<>("list:"));
-        DataStream<String> broadcast = ReaderShims.readBroadcastState(reader, uid, broadcastState, Types.STRING,
+        var broadcast = ReaderShims.readBroadcastState(reader, uid, broadcastState, Types.STRING,
                 Types.LONG).map(new EntryText());
-        return collectSorted(list.union(broadcast));
+        return sorted(ReaderShims.collect(list.union(broadcast)));
     }
 
     /**
@@ -53,25 +55,36 @@ final class StateReads {
      * ({@code union:<value>}) of one operator.
      */
     static List<String> splitAndUnion(String path, String uid, String splitState, String unionState) throws Exception {
-        SavepointReader reader = SavepointReader.read(localEnvironment(), path);
-        DataStream<String> split = ReaderShims.readListState(reader, uid, splitState, Types.LONG)
+        var reader = ReaderShims.load(path);
+        var split = ReaderShims.readListState(reader, uid, splitState, Types.LONG)
                 .map(new Prefix<>("split:"));
-        DataStream<String> union = ReaderShims.readUnionState(reader, uid, unionState, Types.STRING)
+        var union = ReaderShims.readUnionState(reader, uid, unionState, Types.STRING)
                 .map(new Prefix<>("union:"));
-        return collectSorted(split.union(union));
+        return sorted(ReaderShims.collect(split.union(union)));
     }
 
-    private static StreamExecutionEnvironment localEnvironment() {
+    /** The configuration of the local job that reads: one slot, a random REST port. */
+    static Configuration localConfiguration() {
         Configuration conf = new Configuration();
         conf.setString("rest.bind-port", "0");
-        return StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        return conf;
     }
 
-    private static List<String> collectSorted(DataStream<String> lines) throws Exception {
+    static StreamExecutionEnvironment localEnvironment() {
+        return StreamExecutionEnvironment.createLocalEnvironment(1, localConfiguration());
+    }
+
+    /** Runs the job and returns the lines it emitted (the DataStream readers of 1.15+). */
+    static List<String> executeAndCollect(DataStream<String> lines) throws Exception {
         List<String> out = new ArrayList<>();
         try (CloseableIterator<String> it = lines.executeAndCollect()) {
             it.forEachRemaining(out::add);
         }
+        return out;
+    }
+
+    private static List<String> sorted(List<String> lines) {
+        List<String> out = new ArrayList<>(lines);
         Collections.sort(out);
         return out;
     }

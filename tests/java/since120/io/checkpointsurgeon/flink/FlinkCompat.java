@@ -6,8 +6,10 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.CheckpointProperties;
 import org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
+import org.apache.flink.runtime.checkpoint.FinishedOperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.filemerging.LogicalFile;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.runtime.checkpoint.metadata.MetadataSerializers;
@@ -16,6 +18,8 @@ import org.apache.flink.runtime.state.CheckpointedStateScope;
 import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
+import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
@@ -23,7 +27,9 @@ import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
 import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
+import org.apache.flink.runtime.state.changelog.SequenceNumber;
 import org.apache.flink.runtime.state.changelog.StateChange;
+import org.apache.flink.runtime.state.changelog.inmemory.InMemoryChangelogStateHandle;
 import org.apache.flink.runtime.state.filemerging.DirectoryStreamStateHandle;
 import org.apache.flink.runtime.state.filemerging.EmptyFileMergingOperatorStreamStateHandle;
 import org.apache.flink.runtime.state.filemerging.EmptySegmentFileStateHandle;
@@ -56,6 +62,10 @@ final class FlinkCompat {
     static final boolean SUPPORTS_FILE_MERGING = true;
     static final boolean SUPPORTS_MERGED_CHANNELS = LineCompat.SUPPORTS_MERGED_CHANNELS;
     static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = true;
+    /** Fully finished operators and finished subtasks (FLIP-147, 1.14+). */
+    static final boolean SUPPORTS_FINISHED = true;
+    /** The changelog keyed handles (codes 8-10, 13, 14) in the layout 1.15+ writes. */
+    static final boolean SUPPORTS_CHANGELOG = true;
 
     /** Metadata versions older than the default that this Flink can still write. */
     static final int[] OLDER_WRITABLE_VERSIONS = LineCompat.OLDER_WRITABLE_VERSIONS;
@@ -65,6 +75,24 @@ final class FlinkCompat {
     // ------------------------------------------------------------------------
     //  describer side
     // ------------------------------------------------------------------------
+
+    static boolean isFullyFinished(OperatorState state) {
+        return state.isFullyFinished();
+    }
+
+    static boolean isFinished(OperatorSubtaskState state) {
+        return state.isFinished();
+    }
+
+    /** The state handle id of a keyed KeyGroupsStateHandle (code 12; random when Flink read code 3). */
+    static String keyGroupsHandleId(KeyGroupsStateHandle h) {
+        return h.getStateHandleId().getKeyString();
+    }
+
+    /** The changelog handles, or null for a kind every version has. */
+    static String describeVersionSpecificKeyedHandle(KeyedStateHandle h) {
+        return ChangelogDescriber.describe(h);
+    }
 
     static String operatorName(OperatorState state) {
         return LineCompat.operatorName(state);
@@ -140,6 +168,15 @@ final class FlinkCompat {
         return LineCompat.newOperatorState(name, uid, id, parallelism, maxParallelism, fullyFinished);
     }
 
+    static OperatorSubtaskState finishedSubtask() {
+        return FinishedOperatorSubtaskState.INSTANCE;
+    }
+
+    static KeyGroupsStateHandle newKeyGroupsHandle(
+            KeyGroupRangeOffsets offsets, StreamStateHandle delegate, StateHandleID id) {
+        return KeyGroupsStateHandle.restore(offsets, delegate, id);
+    }
+
     static StreamStateHandle newSegmentHandle(
             Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
         return new SegmentFileStateHandle(
@@ -183,20 +220,27 @@ final class FlinkCompat {
         return out;
     }
 
+    @SuppressWarnings("unchecked") // nonMaterialized holds the ChangelogStateHandles made here
     static KeyedStateHandle newChangelogBackendHandle(
-            List<KeyedStateHandle> materialized, List<ChangelogStateHandle> nonMaterialized,
+            List<KeyedStateHandle> materialized, List<KeyedStateHandle> nonMaterialized,
             KeyGroupRange range, long checkpointId, long materializationId,
             long checkpointedSize, StateHandleID id) {
         return ChangelogStateBackendHandleImpl.restore(
-                materialized, nonMaterialized, range, checkpointId, materializationId,
-                checkpointedSize, id);
+                materialized, (List<ChangelogStateHandle>) (List<?>) nonMaterialized, range, checkpointId,
+                materializationId, checkpointedSize, id);
     }
 
-    static ChangelogStateHandle newChangelogFileHandle(
+    static KeyedStateHandle newChangelogFileHandle(
             List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
             long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
         return ChangelogStateHandleStreamImpl.restore(
                 handlesAndOffsets, range, size, checkpointedSize, storageIdentifier, id);
+    }
+
+    static KeyedStateHandle newInMemoryChangelogHandle(
+            List<StateChange> changes, long from, long to, KeyGroupRange range, StateHandleID id) {
+        return InMemoryChangelogStateHandle.restore(
+                changes, SequenceNumber.of(from), SequenceNumber.of(to), range, id);
     }
 
     static StateChange newStateChange(int keyGroup, byte[] change) {

@@ -2,13 +2,17 @@ package io.checkpointsurgeon.flink;
 
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.core.fs.Path;
+import org.apache.flink.runtime.checkpoint.FinishedOperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
+import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
@@ -16,14 +20,13 @@ import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
 import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
+import org.apache.flink.runtime.state.changelog.SequenceNumber;
 import org.apache.flink.runtime.state.changelog.StateChange;
+import org.apache.flink.runtime.state.changelog.inmemory.InMemoryChangelogStateHandle;
 
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.util.AbstractMap;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -43,6 +46,10 @@ final class FlinkCompat {
     static final boolean SUPPORTS_FILE_MERGING = false;
     static final boolean SUPPORTS_MERGED_CHANNELS = false;
     static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = false;
+    /** Fully finished operators and finished subtasks (FLIP-147, 1.14+). */
+    static final boolean SUPPORTS_FINISHED = true;
+    /** The changelog keyed handles (codes 8-10, 13, 14) in the layout 1.15+ writes. */
+    static final boolean SUPPORTS_CHANGELOG = true;
 
     /** Metadata versions older than the default that this Flink can still write (V2 is read-only). */
     static final int[] OLDER_WRITABLE_VERSIONS = {};
@@ -52,6 +59,24 @@ final class FlinkCompat {
     // ------------------------------------------------------------------------
     //  describer side
     // ------------------------------------------------------------------------
+
+    static boolean isFullyFinished(OperatorState state) {
+        return state.isFullyFinished();
+    }
+
+    static boolean isFinished(OperatorSubtaskState state) {
+        return state.isFinished();
+    }
+
+    /** The state handle id of a keyed KeyGroupsStateHandle (code 12; random when Flink read code 3). */
+    static String keyGroupsHandleId(KeyGroupsStateHandle h) {
+        return h.getStateHandleId().getKeyString();
+    }
+
+    /** The changelog handles, or null for a kind every version has. */
+    static String describeVersionSpecificKeyedHandle(KeyedStateHandle h) {
+        return ChangelogDescriber.describe(h);
+    }
 
     static String operatorName(OperatorState state) {
         return null;
@@ -82,22 +107,14 @@ final class FlinkCompat {
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getSharedState());
+        return HandleMaps.entries(h.getSharedState());
     }
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getPrivateState());
+        return HandleMaps.entries(h.getPrivateState());
     }
 
-    private static List<Map.Entry<String, StreamStateHandle>> entries(
-            Map<StateHandleID, StreamStateHandle> map) {
-        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(map.size());
-        for (Map.Entry<StateHandleID, StreamStateHandle> e : map.entrySet()) {
-            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getKey().getKeyString(), e.getValue()));
-        }
-        return out;
-    }
 
     // ------------------------------------------------------------------------
     //  generator side
@@ -109,6 +126,15 @@ final class FlinkCompat {
         return fullyFinished
                 ? new FullyFinishedOperatorState(id, parallelism, maxParallelism)
                 : new OperatorState(id, parallelism, maxParallelism);
+    }
+
+    static OperatorSubtaskState finishedSubtask() {
+        return FinishedOperatorSubtaskState.INSTANCE;
+    }
+
+    static KeyGroupsStateHandle newKeyGroupsHandle(
+            KeyGroupRangeOffsets offsets, StreamStateHandle delegate, StateHandleID id) {
+        return KeyGroupsStateHandle.restore(offsets, delegate, id);
     }
 
     static StreamStateHandle newSegmentHandle(
@@ -133,34 +159,34 @@ final class FlinkCompat {
             List<Map.Entry<String, StreamStateHandle>> privateState,
             StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
         return IncrementalRemoteKeyedStateHandle.restore(
-                backendId, range, checkpointId, handleMap(shared), handleMap(privateState), meta,
-                checkpointedSize, id);
+                backendId, range, checkpointId, HandleMaps.handleMap(shared), HandleMaps.handleMap(privateState),
+                meta, checkpointedSize, id);
     }
 
-    private static Map<StateHandleID, StreamStateHandle> handleMap(
-            List<Map.Entry<String, StreamStateHandle>> entries) {
-        Map<StateHandleID, StreamStateHandle> out = new HashMap<>();
-        for (Map.Entry<String, StreamStateHandle> e : entries) {
-            out.put(new StateHandleID(e.getKey()), e.getValue());
-        }
-        return out;
-    }
 
     /** 1.15 writes code 8 (no checkpoint id). */
+    @SuppressWarnings("unchecked") // nonMaterialized holds the ChangelogStateHandles made here
     static KeyedStateHandle newChangelogBackendHandle(
-            List<KeyedStateHandle> materialized, List<ChangelogStateHandle> nonMaterialized,
+            List<KeyedStateHandle> materialized, List<KeyedStateHandle> nonMaterialized,
             KeyGroupRange range, long checkpointId, long materializationId,
             long checkpointedSize, StateHandleID id) {
         return ChangelogStateBackendHandleImpl.restore(
-                materialized, nonMaterialized, range, materializationId, checkpointedSize, id);
+                materialized, (List<ChangelogStateHandle>) (List<?>) nonMaterialized, range,
+                materializationId, checkpointedSize, id);
     }
 
     /** 1.15 writes code 10 (no storage identifier). */
-    static ChangelogStateHandle newChangelogFileHandle(
+    static KeyedStateHandle newChangelogFileHandle(
             List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
             long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
         return ChangelogStateHandleStreamImpl.restore(
                 handlesAndOffsets, range, size, checkpointedSize, id);
+    }
+
+    static KeyedStateHandle newInMemoryChangelogHandle(
+            List<StateChange> changes, long from, long to, KeyGroupRange range, StateHandleID id) {
+        return InMemoryChangelogStateHandle.restore(
+                changes, SequenceNumber.of(from), SequenceNumber.of(to), range, id);
     }
 
     static StateChange newStateChange(int keyGroup, byte[] change) {

@@ -20,6 +20,14 @@ import java.io.IOException;
 final class ReaderShims {
     private ReaderShims() {}
 
+    static SavepointReader load(String path) throws IOException {
+        return SavepointReader.read(StateReads.localEnvironment(), path);
+    }
+
+    static java.util.List<String> collect(DataStream<String> lines) throws Exception {
+        return StateReads.executeAndCollect(lines);
+    }
+
     static <T> DataStream<T> readListState(SavepointReader reader, String uid, String name, TypeInformation<T> type)
             throws IOException {
         return reader.readListState(uid, name, type);
