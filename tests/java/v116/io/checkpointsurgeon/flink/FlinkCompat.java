@@ -1,0 +1,265 @@
+package io.checkpointsurgeon.flink;
+
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.runtime.checkpoint.CheckpointProperties;
+import org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy;
+import org.apache.flink.runtime.checkpoint.Checkpoints;
+import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
+import org.apache.flink.runtime.checkpoint.MasterState;
+import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.checkpoint.metadata.MetadataSerializers;
+import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.OperatorStateHandle;
+import org.apache.flink.runtime.state.StateHandleID;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
+import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
+import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
+import org.apache.flink.runtime.state.changelog.StateChange;
+import org.apache.flink.runtime.util.EnvironmentInformation;
+
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Method;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+
+/**
+ * Flink 1.16 to 1.19 shims for the describer and the generator (the same members as
+ * tests/java/v115's and since120's). These lines write metadata V4 (the CheckpointProperties
+ * trailer; V3 still writable), keep incremental shared/private state as lists of
+ * {@link HandleAndLocalPath} (1.16.3 and 1.17.2 have the lists too: a patch-release backport) and
+ * write changelog handles with checkpoint id and storage identifier; they have no file merging
+ * segment handles (1.20), no operator name/uid (V5) and no merged channel handles (V6).
+ *
+ * <p>Two members differ inside the range and are bound by reflection once: the incremental
+ * handle's metadata getter ({@code getMetaStateHandle} up to 1.18, {@code getMetaDataStateHandle}
+ * from 1.19) and the {@link StateChange} constructor (public in 1.16; package-private behind
+ * {@code ofDataChange}/{@code ofMetadataChange} from 1.17, which build the same object).
+ */
+final class FlinkCompat {
+
+    /** The Flink line these shims run against, e.g. "1.17". */
+    static final String FLINK_LINE = line(EnvironmentInformation.getVersion());
+
+    static final boolean SUPPORTS_NAME_AND_UID = false;
+    static final boolean SUPPORTS_FILE_MERGING = false;
+    static final boolean SUPPORTS_MERGED_CHANNELS = false;
+    static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = true;
+
+    /** Metadata versions older than the default (V4) that this Flink can still write. */
+    static final int[] OLDER_WRITABLE_VERSIONS = {3};
+
+    private static final Method META_HANDLE = method(IncrementalRemoteKeyedStateHandle.class,
+            "getMetaDataStateHandle", "getMetaStateHandle");
+    private static final Constructor<StateChange> STATE_CHANGE = stateChangeConstructor();
+
+    private FlinkCompat() {}
+
+    private static String line(String version) {
+        String[] p = version.split("\\.");
+        return p[0] + "." + p[1];
+    }
+
+    private static Method method(Class<?> c, String... names) {
+        for (String n : names) {
+            try {
+                return c.getMethod(n);
+            } catch (NoSuchMethodException e) {
+                // the other name
+            }
+        }
+        throw new IllegalStateException(c.getName() + " has none of " + String.join(", ", names));
+    }
+
+    private static Constructor<StateChange> stateChangeConstructor() {
+        try {
+            Constructor<StateChange> c = StateChange.class.getDeclaredConstructor(int.class, byte[].class);
+            c.setAccessible(true);
+            return c;
+        } catch (NoSuchMethodException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ------------------------------------------------------------------------
+    //  describer side
+    // ------------------------------------------------------------------------
+
+    static String operatorName(OperatorState state) {
+        return null;
+    }
+
+    static String operatorUid(OperatorState state) {
+        return null;
+    }
+
+    /** Segment handles do not exist before 1.20. */
+    static String describeVersionSpecificStreamHandle(StreamStateHandle h) {
+        return null;
+    }
+
+    /** FileMergingOperatorStream does not exist before 1.20. */
+    static String describeVersionSpecificOperatorHandle(OperatorStateHandle h) {
+        return null;
+    }
+
+    /** The V6 merged channel handles do not exist before 2.1. */
+    static String describeVersionSpecificChannelHandle(Object h) {
+        return null;
+    }
+
+    static StreamStateHandle incrementalMetaHandle(IncrementalRemoteKeyedStateHandle h) {
+        try {
+            return (StreamStateHandle) META_HANDLE.invoke(h);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
+            IncrementalRemoteKeyedStateHandle h) {
+        return entries(h.getSharedState());
+    }
+
+    static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
+            IncrementalRemoteKeyedStateHandle h) {
+        return entries(h.getPrivateState());
+    }
+
+    private static List<Map.Entry<String, StreamStateHandle>> entries(
+            List<HandleAndLocalPath> list) {
+        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(list.size());
+        for (HandleAndLocalPath e : list) {
+            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getLocalPath(), e.getHandle()));
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------
+    //  generator side
+    // ------------------------------------------------------------------------
+
+    static OperatorState newOperatorState(
+            String name, String uid, OperatorID id, int parallelism, int maxParallelism,
+            boolean fullyFinished) {
+        return fullyFinished
+                ? new FullyFinishedOperatorState(id, parallelism, maxParallelism)
+                : new OperatorState(id, parallelism, maxParallelism);
+    }
+
+    static StreamStateHandle newSegmentHandle(
+            Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
+        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
+    }
+
+    static StreamStateHandle emptySegmentHandle() {
+        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
+    }
+
+    static OperatorStateHandle newFileMergingOperatorHandle(
+            Path taskOwnedDir, Path sharedDir, Map<String, OperatorStateHandle.StateMetaInfo> states,
+            StreamStateHandle segmentDelegate, boolean empty) {
+        throw new UnsupportedOperationException("file merging needs Flink 1.20+");
+    }
+
+    static IncrementalRemoteKeyedStateHandle newIncrementalHandle(
+            UUID backendId, KeyGroupRange range, long checkpointId,
+            List<Map.Entry<String, StreamStateHandle>> shared,
+            List<Map.Entry<String, StreamStateHandle>> privateState,
+            StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
+        return IncrementalRemoteKeyedStateHandle.restore(
+                backendId, range, checkpointId, handleList(shared), handleList(privateState), meta,
+                checkpointedSize, id);
+    }
+
+    private static List<HandleAndLocalPath> handleList(
+            List<Map.Entry<String, StreamStateHandle>> entries) {
+        List<HandleAndLocalPath> out = new ArrayList<>(entries.size());
+        for (Map.Entry<String, StreamStateHandle> e : entries) {
+            out.add(HandleAndLocalPath.of(e.getValue(), e.getKey()));
+        }
+        return out;
+    }
+
+    static KeyedStateHandle newChangelogBackendHandle(
+            List<KeyedStateHandle> materialized, List<ChangelogStateHandle> nonMaterialized,
+            KeyGroupRange range, long checkpointId, long materializationId,
+            long checkpointedSize, StateHandleID id) {
+        return ChangelogStateBackendHandleImpl.restore(
+                materialized, nonMaterialized, range, checkpointId, materializationId,
+                checkpointedSize, id);
+    }
+
+    static ChangelogStateHandle newChangelogFileHandle(
+            List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
+            long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
+        return ChangelogStateHandleStreamImpl.restore(
+                handlesAndOffsets, range, size, checkpointedSize, storageIdentifier, id);
+    }
+
+    /** A data change, or with key group -1 a metadata change (what 1.17+'s factories build). */
+    static StateChange newStateChange(int keyGroup, byte[] change) {
+        try {
+            return STATE_CHANGE.newInstance(keyGroup, change);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static Object newMergedInputChannelHandle(
+            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
+        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
+    }
+
+    static Object newMergedResultSubpartitionHandle(
+            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
+        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
+    }
+
+    /** Writes magic, {@code version} and body with that version's serializer. */
+    static void store(CheckpointMetadata metadata, DataOutputStream out, int version)
+            throws IOException {
+        Checkpoints.storeCheckpointMetadata(
+                metadata, out, MetadataSerializers.getSerializer(version));
+    }
+
+    /** Metadata with random (or no) CheckpointProperties for the V4 Java-serialized trailer. */
+    static CheckpointMetadata newMetadata(
+            long checkpointId, Collection<OperatorState> operators,
+            Collection<MasterState> masters, Random random) {
+        CheckpointProperties properties;
+        switch (random.nextInt(4)) {
+            case 0:
+                properties = null;
+                break;
+            case 1:
+                properties = CheckpointProperties.forCheckpoint(
+                        CheckpointRetentionPolicy.values()[
+                                random.nextInt(CheckpointRetentionPolicy.values().length)]);
+                break;
+            case 2:
+                properties = CheckpointProperties.forSavepoint(
+                        random.nextBoolean(),
+                        SavepointFormatType.values()[
+                                random.nextInt(SavepointFormatType.values().length)]);
+                break;
+            default:
+                properties = CheckpointProperties.forUnclaimedSnapshot();
+        }
+        return new CheckpointMetadata(checkpointId, operators, masters, properties);
+    }
+}
