@@ -27,7 +27,6 @@ import org.apache.flink.runtime.util.EnvironmentInformation;
 
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;
 import java.util.AbstractMap;
 import java.util.ArrayList;
@@ -47,8 +46,8 @@ import java.util.UUID;
  *
  * <p>Two members differ inside the range and are bound by reflection once: the incremental
  * handle's metadata getter ({@code getMetaStateHandle} up to 1.18, {@code getMetaDataStateHandle}
- * from 1.19) and the {@link StateChange} constructor (public in 1.16; package-private behind
- * {@code ofDataChange}/{@code ofMetadataChange} from 1.17, which build the same object).
+ * from 1.19) and how a {@link StateChange} is made (1.16: its public constructor; from 1.17 the
+ * factories {@code ofDataChange} and {@code ofMetadataChange}, the constructors package-private).
  */
 final class FlinkCompat {
 
@@ -65,7 +64,9 @@ final class FlinkCompat {
 
     private static final Method META_HANDLE = method(IncrementalRemoteKeyedStateHandle.class,
             "getMetaDataStateHandle", "getMetaStateHandle");
-    private static final Constructor<StateChange> STATE_CHANGE = stateChangeConstructor();
+    /** 1.17+'s factories, or null on 1.16. */
+    private static final Method DATA_CHANGE = factory("ofDataChange", int.class, byte[].class);
+    private static final Method METADATA_CHANGE = factory("ofMetadataChange", byte[].class);
 
     private FlinkCompat() {}
 
@@ -85,13 +86,11 @@ final class FlinkCompat {
         throw new IllegalStateException(c.getName() + " has none of " + String.join(", ", names));
     }
 
-    private static Constructor<StateChange> stateChangeConstructor() {
+    private static Method factory(String name, Class<?>... parameters) {
         try {
-            Constructor<StateChange> c = StateChange.class.getDeclaredConstructor(int.class, byte[].class);
-            c.setAccessible(true);
-            return c;
+            return StateChange.class.getMethod(name, parameters);
         } catch (NoSuchMethodException e) {
-            throw new IllegalStateException(e);
+            return null;
         }
     }
 
@@ -211,10 +210,15 @@ final class FlinkCompat {
                 handlesAndOffsets, range, size, checkpointedSize, storageIdentifier, id);
     }
 
-    /** A data change, or with key group -1 a metadata change (what 1.17+'s factories build). */
+    /** A data change, or with key group -1 a metadata change (1.16 keeps the int as is). */
     static StateChange newStateChange(int keyGroup, byte[] change) {
         try {
-            return STATE_CHANGE.newInstance(keyGroup, change);
+            if (DATA_CHANGE == null) {
+                return StateChange.class.getConstructor(int.class, byte[].class).newInstance(keyGroup, change);
+            }
+            return (StateChange) (keyGroup == -1
+                    ? METADATA_CHANGE.invoke(null, (Object) change)
+                    : DATA_CHANGE.invoke(null, keyGroup, change));
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException(e);
         }
