@@ -1,28 +1,20 @@
 package io.checkpointsurgeon.flink;
 
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.Path;
-import org.apache.flink.runtime.checkpoint.CheckpointProperties;
-import org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy;
-import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.filemerging.LogicalFile;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
-import org.apache.flink.runtime.checkpoint.metadata.MetadataSerializers;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
-import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
 import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
 import org.apache.flink.runtime.state.changelog.StateChange;
 import org.apache.flink.runtime.state.filemerging.DirectoryStreamStateHandle;
 import org.apache.flink.runtime.state.filemerging.EmptyFileMergingOperatorStreamStateHandle;
@@ -32,8 +24,6 @@ import org.apache.flink.runtime.state.filemerging.SegmentFileStateHandle;
 
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.util.AbstractMap;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -45,7 +35,8 @@ import java.util.UUID;
  * tests/java/v115's): file-merging segment handles, incremental handles as lists, changelog handles
  * with checkpoint id and storage identifier, metadata written in older versions and the
  * CheckpointProperties trailer. The members where 1.20 and 2.x differ (operator name and uid, the
- * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and v23.
+ * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and v23, those that
+ * 1.16 to 1.19 share too from {@link V4Compat}.
  */
 final class FlinkCompat {
 
@@ -113,21 +104,12 @@ final class FlinkCompat {
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getSharedState());
+        return V4Compat.entries(h.getSharedState());
     }
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getPrivateState());
-    }
-
-    private static List<Map.Entry<String, StreamStateHandle>> entries(
-            List<HandleAndLocalPath> list) {
-        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(list.size());
-        for (HandleAndLocalPath e : list) {
-            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getLocalPath(), e.getHandle()));
-        }
-        return out;
+        return V4Compat.entries(h.getPrivateState());
     }
 
     // ------------------------------------------------------------------------
@@ -169,25 +151,15 @@ final class FlinkCompat {
             List<Map.Entry<String, StreamStateHandle>> shared,
             List<Map.Entry<String, StreamStateHandle>> privateState,
             StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
-        return IncrementalRemoteKeyedStateHandle.restore(
-                backendId, range, checkpointId, handleList(shared), handleList(privateState), meta,
-                checkpointedSize, id);
-    }
-
-    private static List<HandleAndLocalPath> handleList(
-            List<Map.Entry<String, StreamStateHandle>> entries) {
-        List<HandleAndLocalPath> out = new ArrayList<>(entries.size());
-        for (Map.Entry<String, StreamStateHandle> e : entries) {
-            out.add(HandleAndLocalPath.of(e.getValue(), e.getKey()));
-        }
-        return out;
+        return V4Compat.newIncrementalHandle(
+                backendId, range, checkpointId, shared, privateState, meta, checkpointedSize, id);
     }
 
     static KeyedStateHandle newChangelogBackendHandle(
             List<KeyedStateHandle> materialized, List<ChangelogStateHandle> nonMaterialized,
             KeyGroupRange range, long checkpointId, long materializationId,
             long checkpointedSize, StateHandleID id) {
-        return ChangelogStateBackendHandleImpl.restore(
+        return V4Compat.newChangelogBackendHandle(
                 materialized, nonMaterialized, range, checkpointId, materializationId,
                 checkpointedSize, id);
     }
@@ -195,7 +167,7 @@ final class FlinkCompat {
     static ChangelogStateHandle newChangelogFileHandle(
             List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
             long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
-        return ChangelogStateHandleStreamImpl.restore(
+        return V4Compat.newChangelogFileHandle(
                 handlesAndOffsets, range, size, checkpointedSize, storageIdentifier, id);
     }
 
@@ -218,33 +190,13 @@ final class FlinkCompat {
     /** Writes magic, {@code version} and body with that version's serializer. */
     static void store(CheckpointMetadata metadata, DataOutputStream out, int version)
             throws IOException {
-        Checkpoints.storeCheckpointMetadata(
-                metadata, out, MetadataSerializers.getSerializer(version));
+        V4Compat.store(metadata, out, version);
     }
 
     /** Metadata with random (or no) CheckpointProperties for the V4+ Java-serialized trailer. */
     static CheckpointMetadata newMetadata(
             long checkpointId, Collection<OperatorState> operators,
             Collection<MasterState> masters, Random random) {
-        CheckpointProperties properties;
-        switch (random.nextInt(4)) {
-            case 0:
-                properties = null;
-                break;
-            case 1:
-                properties = CheckpointProperties.forCheckpoint(
-                        CheckpointRetentionPolicy.values()[
-                                random.nextInt(CheckpointRetentionPolicy.values().length)]);
-                break;
-            case 2:
-                properties = CheckpointProperties.forSavepoint(
-                        random.nextBoolean(),
-                        SavepointFormatType.values()[
-                                random.nextInt(SavepointFormatType.values().length)]);
-                break;
-            default:
-                properties = CheckpointProperties.forUnclaimedSnapshot();
-        }
-        return new CheckpointMetadata(checkpointId, operators, masters, properties);
+        return V4Compat.newMetadata(checkpointId, operators, masters, random);
     }
 }
