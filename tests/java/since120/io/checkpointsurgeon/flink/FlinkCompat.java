@@ -1,21 +1,14 @@
 package io.checkpointsurgeon.flink;
 
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.Path;
-import org.apache.flink.runtime.checkpoint.CheckpointProperties;
-import org.apache.flink.runtime.checkpoint.CheckpointRetentionPolicy;
-import org.apache.flink.runtime.checkpoint.Checkpoints;
-import org.apache.flink.runtime.checkpoint.FinishedOperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.filemerging.LogicalFile;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
-import org.apache.flink.runtime.checkpoint.metadata.MetadataSerializers;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
-import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
@@ -24,12 +17,7 @@ import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
-import org.apache.flink.runtime.state.changelog.ChangelogStateHandle;
-import org.apache.flink.runtime.state.changelog.ChangelogStateHandleStreamImpl;
-import org.apache.flink.runtime.state.changelog.SequenceNumber;
 import org.apache.flink.runtime.state.changelog.StateChange;
-import org.apache.flink.runtime.state.changelog.inmemory.InMemoryChangelogStateHandle;
 import org.apache.flink.runtime.state.filemerging.DirectoryStreamStateHandle;
 import org.apache.flink.runtime.state.filemerging.EmptyFileMergingOperatorStreamStateHandle;
 import org.apache.flink.runtime.state.filemerging.EmptySegmentFileStateHandle;
@@ -38,8 +26,6 @@ import org.apache.flink.runtime.state.filemerging.SegmentFileStateHandle;
 
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.util.AbstractMap;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -51,7 +37,8 @@ import java.util.UUID;
  * tests/java/v115's): file-merging segment handles, incremental handles as lists, changelog handles
  * with checkpoint id and storage identifier, metadata written in older versions and the
  * CheckpointProperties trailer. The members where 1.20 and 2.x differ (operator name and uid, the
- * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and since20.
+ * V6 merged channel handles) come from {@link LineCompat} in tests/java/v120 and since20, those that
+ * 1.16 to 1.19 share too from {@link V4Compat}.
  */
 final class FlinkCompat {
 
@@ -76,6 +63,14 @@ final class FlinkCompat {
     //  describer side
     // ------------------------------------------------------------------------
 
+    static String operatorName(OperatorState state) {
+        return LineCompat.operatorName(state);
+    }
+
+    static String operatorUid(OperatorState state) {
+        return LineCompat.operatorUid(state);
+    }
+
     static boolean isFullyFinished(OperatorState state) {
         return state.isFullyFinished();
     }
@@ -92,14 +87,6 @@ final class FlinkCompat {
     /** The changelog handles, or null for a kind every version has. */
     static String describeVersionSpecificKeyedHandle(KeyedStateHandle h) {
         return ChangelogDescriber.describe(h);
-    }
-
-    static String operatorName(OperatorState state) {
-        return LineCompat.operatorName(state);
-    }
-
-    static String operatorUid(OperatorState state) {
-        return LineCompat.operatorUid(state);
     }
 
     /** Segment handles (codes 15, 16), or null for a kind every version has. */
@@ -141,21 +128,12 @@ final class FlinkCompat {
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalSharedState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getSharedState());
+        return V4Compat.entries(h.getSharedState());
     }
 
     static List<Map.Entry<String, StreamStateHandle>> incrementalPrivateState(
             IncrementalRemoteKeyedStateHandle h) {
-        return entries(h.getPrivateState());
-    }
-
-    private static List<Map.Entry<String, StreamStateHandle>> entries(
-            List<HandleAndLocalPath> list) {
-        List<Map.Entry<String, StreamStateHandle>> out = new ArrayList<>(list.size());
-        for (HandleAndLocalPath e : list) {
-            out.add(new AbstractMap.SimpleImmutableEntry<>(e.getLocalPath(), e.getHandle()));
-        }
-        return out;
+        return V4Compat.entries(h.getPrivateState());
     }
 
     // ------------------------------------------------------------------------
@@ -166,15 +144,6 @@ final class FlinkCompat {
             String name, String uid, OperatorID id, int parallelism, int maxParallelism,
             boolean fullyFinished) {
         return LineCompat.newOperatorState(name, uid, id, parallelism, maxParallelism, fullyFinished);
-    }
-
-    static OperatorSubtaskState finishedSubtask() {
-        return FinishedOperatorSubtaskState.INSTANCE;
-    }
-
-    static KeyGroupsStateHandle newKeyGroupsHandle(
-            KeyGroupRangeOffsets offsets, StreamStateHandle delegate, StateHandleID id) {
-        return KeyGroupsStateHandle.restore(offsets, delegate, id);
     }
 
     static StreamStateHandle newSegmentHandle(
@@ -206,41 +175,38 @@ final class FlinkCompat {
             List<Map.Entry<String, StreamStateHandle>> shared,
             List<Map.Entry<String, StreamStateHandle>> privateState,
             StreamStateHandle meta, long checkpointedSize, StateHandleID id) {
-        return IncrementalRemoteKeyedStateHandle.restore(
-                backendId, range, checkpointId, handleList(shared), handleList(privateState), meta,
-                checkpointedSize, id);
+        return V4Compat.newIncrementalHandle(
+                backendId, range, checkpointId, shared, privateState, meta, checkpointedSize, id);
     }
 
-    private static List<HandleAndLocalPath> handleList(
-            List<Map.Entry<String, StreamStateHandle>> entries) {
-        List<HandleAndLocalPath> out = new ArrayList<>(entries.size());
-        for (Map.Entry<String, StreamStateHandle> e : entries) {
-            out.add(HandleAndLocalPath.of(e.getValue(), e.getKey()));
-        }
-        return out;
+    static OperatorSubtaskState finishedSubtask() {
+        return V4Compat.finishedSubtask();
     }
 
-    @SuppressWarnings("unchecked") // nonMaterialized holds the ChangelogStateHandles made here
+    static KeyGroupsStateHandle newKeyGroupsHandle(
+            KeyGroupRangeOffsets offsets, StreamStateHandle delegate, StateHandleID id) {
+        return KeyGroupsStateHandle.restore(offsets, delegate, id);
+    }
+
     static KeyedStateHandle newChangelogBackendHandle(
             List<KeyedStateHandle> materialized, List<KeyedStateHandle> nonMaterialized,
             KeyGroupRange range, long checkpointId, long materializationId,
             long checkpointedSize, StateHandleID id) {
-        return ChangelogStateBackendHandleImpl.restore(
-                materialized, (List<ChangelogStateHandle>) (List<?>) nonMaterialized, range, checkpointId,
-                materializationId, checkpointedSize, id);
+        return V4Compat.newChangelogBackendHandle(
+                materialized, nonMaterialized, range, checkpointId, materializationId,
+                checkpointedSize, id);
     }
 
     static KeyedStateHandle newChangelogFileHandle(
             List<Tuple2<StreamStateHandle, Long>> handlesAndOffsets, KeyGroupRange range,
             long size, long checkpointedSize, String storageIdentifier, StateHandleID id) {
-        return ChangelogStateHandleStreamImpl.restore(
+        return V4Compat.newChangelogFileHandle(
                 handlesAndOffsets, range, size, checkpointedSize, storageIdentifier, id);
     }
 
     static KeyedStateHandle newInMemoryChangelogHandle(
             List<StateChange> changes, long from, long to, KeyGroupRange range, StateHandleID id) {
-        return InMemoryChangelogStateHandle.restore(
-                changes, SequenceNumber.of(from), SequenceNumber.of(to), range, id);
+        return V4Compat.newInMemoryChangelogHandle(changes, from, to, range, id);
     }
 
     static StateChange newStateChange(int keyGroup, byte[] change) {
@@ -262,33 +228,13 @@ final class FlinkCompat {
     /** Writes magic, {@code version} and body with that version's serializer. */
     static void store(CheckpointMetadata metadata, DataOutputStream out, int version)
             throws IOException {
-        Checkpoints.storeCheckpointMetadata(
-                metadata, out, MetadataSerializers.getSerializer(version));
+        V4Compat.store(metadata, out, version);
     }
 
     /** Metadata with random (or no) CheckpointProperties for the V4+ Java-serialized trailer. */
     static CheckpointMetadata newMetadata(
             long checkpointId, Collection<OperatorState> operators,
             Collection<MasterState> masters, Random random) {
-        CheckpointProperties properties;
-        switch (random.nextInt(4)) {
-            case 0:
-                properties = null;
-                break;
-            case 1:
-                properties = CheckpointProperties.forCheckpoint(
-                        CheckpointRetentionPolicy.values()[
-                                random.nextInt(CheckpointRetentionPolicy.values().length)]);
-                break;
-            case 2:
-                properties = CheckpointProperties.forSavepoint(
-                        random.nextBoolean(),
-                        SavepointFormatType.values()[
-                                random.nextInt(SavepointFormatType.values().length)]);
-                break;
-            default:
-                properties = CheckpointProperties.forUnclaimedSnapshot();
-        }
-        return new CheckpointMetadata(checkpointId, operators, masters, properties);
+        return V4Compat.newMetadata(checkpointId, operators, masters, random);
     }
 }

@@ -1,0 +1,1 @@
+../../../../since120/io/checkpointsurgeon/flink/V4Compat.java

@@ -1,0 +1,1 @@
+../../../../v115/io/checkpointsurgeon/restore/ReaderShims.java
