@@ -86,12 +86,11 @@ public final class KubernetesHa implements AutoCloseable {
             this.problem = problem;
         }
 
-        static Pointer of(String configMap, String key, String jobId, String target, boolean markedForDeletion,
-                String problem) {
+        static Pointer of(String configMap, String key, long checkpointId, String jobId, String target,
+                boolean markedForDeletion, String problem) {
             Path file = target == null || !(target.startsWith("file:") || target.startsWith("/")) ? null
                     : FlinkFileSystems.localPath(target).toAbsolutePath().normalize();
-            return new Pointer(configMap, key, Long.parseLong(key.substring(CHECKPOINT_KEY.length())), jobId, target,
-                    file, markedForDeletion, problem);
+            return new Pointer(configMap, key, checkpointId, jobId, target, file, markedForDeletion, problem);
         }
 
         @Override
@@ -137,17 +136,31 @@ public final class KubernetesHa implements AutoCloseable {
         }
     }
 
-    /** The cluster's HA ConfigMaps by name: name -> [data, annotations]. */
-    private Map<String, List<Map<String, String>>> haConfigMaps() throws CheckpointSurgeonException {
-        Map<String, List<Map<String, String>>> out = new TreeMap<>();
+    /** What this class reads of a ConfigMap. */
+    private static final class ConfigMap {
+        final String name;
+        final Map<String, String> data;
+        final Map<String, String> annotations;
+
+        ConfigMap(String name, Map<String, String> data, Map<String, String> annotations) {
+            this.name = name;
+            this.data = new TreeMap<>(data);
+            this.annotations = annotations;
+        }
+    }
+
+    /** The cluster's HA ConfigMaps (Flink's labels), by name. */
+    private List<ConfigMap> haConfigMaps() throws CheckpointSurgeonException {
+        List<ConfigMap> out = new ArrayList<>();
         try {
             Object list = call(call(call(client, "configMaps"), "withLabels",
                     Map.of("app", clusterId, "configmap-type", "high-availability")), "list");
             for (Object cm : (List<?>) call(list, "getItems")) {
                 Object meta = call(cm, "getMetadata");
-                out.put((String) call(meta, "getName"), List.of(orEmpty(call(cm, "getData")),
+                out.add(new ConfigMap((String) call(meta, "getName"), orEmpty(call(cm, "getData")),
                         orEmpty(call(meta, "getAnnotations"))));
             }
+            out.sort(java.util.Comparator.comparing(c -> c.name));
             return out;
         } catch (ReflectiveOperationException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "Kubernetes API server " + masterUrl
@@ -172,19 +185,23 @@ public final class KubernetesHa implements AutoCloseable {
     public List<Pointer> checkpointPointers() throws CheckpointSurgeonException {
         Pattern jobMap = Pattern.compile(Pattern.quote(clusterId) + "-([0-9a-f]{32})-(config-map|jobmanager-leader)");
         List<Pointer> out = new ArrayList<>();
-        for (Map.Entry<String, List<Map<String, String>>> cm : haConfigMaps().entrySet()) {
-            Matcher m = jobMap.matcher(cm.getKey());
+        for (ConfigMap cm : haConfigMaps()) {
+            Matcher m = jobMap.matcher(cm.name);
             String jobId = m.matches() ? m.group(1) : null;
-            for (Map.Entry<String, String> e : new TreeMap<>(cm.getValue().get(0)).entrySet()) {
-                if (e.getKey().startsWith(CHECKPOINT_KEY) && e.getKey().substring(CHECKPOINT_KEY.length()).matches("[0-9]{1,19}")) {
-                    out.add(pointer(cm.getKey(), e.getKey(), jobId, e.getValue()));
+            for (Map.Entry<String, String> e : cm.data.entrySet()) {
+                if (!e.getKey().startsWith(CHECKPOINT_KEY)) continue;
+                try {
+                    long id = Long.parseLong(e.getKey().substring(CHECKPOINT_KEY.length()));
+                    out.add(pointer(cm.name, e.getKey(), id, jobId, e.getValue()));
+                } catch (NumberFormatException notOne) {
+                    // not Flink's checkpointID-%019d
                 }
             }
         }
         return out;
     }
 
-    private static Pointer pointer(String configMap, String key, String jobId, String value) {
+    private static Pointer pointer(String configMap, String key, long id, String jobId, String value) {
         String name = configMap + " " + key;
         try {
             byte[] bytes = Base64.getDecoder().decode(value);
@@ -196,17 +213,17 @@ public final class KubernetesHa implements AutoCloseable {
             }
             Object file = field(handle, "wrappedStreamStateHandle");
             if (!file.getClass().getName().equals("org.apache.flink.runtime.state.filesystem.FileStateHandle")) {
-                return Pointer.of(configMap, key, jobId, null, deleted, "points at a " + file.getClass().getName()
+                return Pointer.of(configMap, key, id, jobId, null, deleted, "points at a " + file.getClass().getName()
                         + ", not a file");
             }
             Object path = file.getClass().getMethod("getFilePath").invoke(file);
-            return Pointer.of(configMap, key, jobId, path.toString(), deleted, null);
+            return Pointer.of(configMap, key, id, jobId, path.toString(), deleted, null);
         } catch (IllegalArgumentException e) {
-            return Pointer.of(configMap, key, jobId, null, false, "not Base64: " + e.getMessage());
+            return Pointer.of(configMap, key, id, jobId, null, false, "not Base64: " + e.getMessage());
         } catch (CheckpointSurgeonException e) {
-            return Pointer.of(configMap, key, jobId, null, false, e.getMessage());
+            return Pointer.of(configMap, key, id, jobId, null, false, e.getMessage());
         } catch (ReflectiveOperationException | ClassCastException | NullPointerException e) {
-            return Pointer.of(configMap, key, jobId, null, false, "not a RetrievableStreamStateHandle of this"
+            return Pointer.of(configMap, key, id, jobId, null, false, "not a RetrievableStreamStateHandle of this"
                     + " Flink version: " + e);
         }
     }
@@ -240,8 +257,8 @@ public final class KubernetesHa implements AutoCloseable {
         List<String> leases = new ArrayList<>();
         List<String> leaders = new ArrayList<>();
         ZonedDateTime now = ZonedDateTime.now();
-        for (Map.Entry<String, List<Map<String, String>>> cm : haConfigMaps().entrySet()) {
-            String json = cm.getValue().get(1).get(LEADER_ANNOTATION);
+        for (ConfigMap cm : haConfigMaps()) {
+            String json = cm.annotations.get(LEADER_ANNOTATION);
             if (json == null) continue;
             Object record;
             try {
@@ -255,19 +272,19 @@ public final class KubernetesHa implements AutoCloseable {
                         || !renewed.plus(lease).isAfter(now)) {
                     continue;
                 }
-                leases.add("holder " + holder + " of " + cm.getKey() + " (renewed " + renewed + ", lease "
+                leases.add("holder " + holder + " of " + cm.name + " (renewed " + renewed + ", lease "
                         + lease.toSeconds() + " s: held until " + renewed.plus(lease) + " unless renewed)");
             } catch (ReflectiveOperationException e) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, "ConfigMap " + cm.getKey()
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, "ConfigMap " + cm.name
                         + ": annotation " + LEADER_ANNOTATION + " is not a leader election record: " + cause(e)
                         + " (--force skips the check)", cause(e));
             }
-            for (Map.Entry<String, String> e : new TreeMap<>(cm.getValue().get(0)).entrySet()) {
+            for (Map.Entry<String, String> e : cm.data.entrySet()) {
                 if (e.getKey().startsWith(LEADER_KEY)) {
                     leaders.add(e.getKey().substring(LEADER_KEY.length()) + " at "
                             + e.getValue().substring(e.getValue().indexOf(',') + 1));
                 } else if (e.getKey().equals("address")) {
-                    leaders.add(cm.getKey() + " at " + e.getValue());
+                    leaders.add(cm.name + " at " + e.getValue());
                 }
             }
         }

@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The JEP 290 filter on every Java deserialization the tool does (HA {@code completedCheckpoint}
- * files). Only the classes that a {@code CompletedCheckpoint} graph of a supported Flink version
+ * files; the Kubernetes HA ConfigMaps' pointers, with their own allow-list: {@link KubernetesHa}). Only the classes that a {@code CompletedCheckpoint} graph of a supported Flink version
  * holds are resolved, each no deeper in the graph than real files have it (plus Flink's own
  * {@code StateObject} implementations of its state and checkpoint packages, for handle kinds no
  * fixture holds); everything else is refused before any of its code runs (no {@code readObject}, no constructor). Limits derived from
