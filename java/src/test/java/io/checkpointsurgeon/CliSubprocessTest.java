@@ -48,6 +48,28 @@ public class CliSubprocessTest {
         assertTrue(v.out.startsWith("checkpoint-surgeon "));
     }
 
+    /**
+     * {@code ha --kubernetes}: its options are checked before anything is read, and without Flink's
+     * flink-kubernetes jar on the class path (java -jar) it says what is missing.
+     */
+    @Test
+    public void haKubernetesOptions() throws Exception {
+        Path dir = Files.createTempDirectory("ha");
+        Result noId = cli("ha", "list", dir.toString(), "--kubernetes");
+        assertEquals(noId.err, 1, noId.code);
+        assertTrue(noId.err, noId.err.contains("--kubernetes needs --cluster-id (kubernetes.cluster-id)"));
+        Result stray = cli("ha", "list", dir.toString(), "--namespace", "ns");
+        assertEquals(stray.err, 1, stray.code);
+        assertTrue(stray.err, stray.err.contains("--kubeconfig and --namespace go with --kubernetes"));
+        Result both = cli("ha", "repair", dir.toString(), "--state", STALE, "--apply", "--kubernetes", "--cluster-id",
+                "c", "--zookeeper-quorum", "localhost:2181");
+        assertEquals(both.err, 1, both.code);
+        assertTrue(both.err, both.err.contains("--kubernetes or --zookeeper-quorum, not both"));
+        Result noJar = cli("ha", "repair", dir.toString(), "--state", STALE, "--apply", "--kubernetes", "--cluster-id", "c");
+        assertEquals(noJar.err, 2, noJar.code);
+        assertTrue(noJar.err, noJar.err.contains("error [FLINK_MISSING]: Kubernetes HA needs Flink's flink-kubernetes jar"));
+    }
+
     @Test
     public void inspectAndDoctor() throws Exception {
         String in = CheckpointSurgeonTest.fixture("stale-union").toString();

@@ -1,6 +1,12 @@
 package io.checkpointsurgeon.ha;
 
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertTrue;
+
 import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.testing.FlinkConf;
 
 import org.apache.flink.api.common.JobID;
@@ -19,8 +25,10 @@ import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -28,9 +36,10 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
- * A MiniCluster with ZooKeeper HA whose shutdown behaves like a JobManager crash: the HA data
- * (ZooKeeper nodes, job graphs and completedCheckpoint files in the HA storage dir) is never
- * cleaned up, whatever the Flink version's {@code closeAsync} would do (1.15's always cleans up).
+ * A MiniCluster with ZooKeeper HA (or other HA settings: KubernetesHaRepairTest's) whose shutdown
+ * behaves like a JobManager crash: the HA data (ZooKeeper nodes or ConfigMaps, job graphs and
+ * completedCheckpoint files in the HA storage dir) is never cleaned up, whatever the Flink
+ * version's {@code closeAsync} would do (1.15's always cleans up).
  */
 final class HaCluster implements AutoCloseable {
     static final String CLUSTER_ID = "ha-test";
@@ -75,14 +84,21 @@ final class HaCluster implements AutoCloseable {
     /** The checkpoint base dir ({@link #moveCheckpoints} moves it, as an operator moves a bucket). */
     Path checkpoints;
     final Path haStorage;
-    final String zkQuorum;
+    /** The HA service's settings besides the storage dir and the cluster id. */
+    private final Map<String, String> haSettings;
     private MiniCluster cluster;
 
+    /** ZooKeeper HA with the server at {@code zkQuorum}. */
     HaCluster(Path base, String zkQuorum) throws IOException {
+        this(base, Map.of("high-availability.type", "zookeeper", "high-availability", "zookeeper",
+                "high-availability.zookeeper.quorum", zkQuorum));
+    }
+
+    HaCluster(Path base, Map<String, String> haSettings) throws IOException {
         this.base = base;
         this.checkpoints = Files.createDirectories(base.resolve("checkpoints"));
         this.haStorage = Files.createDirectories(base.resolve("ha"));
-        this.zkQuorum = zkQuorum;
+        this.haSettings = haSettings;
     }
 
     /**
@@ -106,8 +122,7 @@ final class HaCluster implements AutoCloseable {
     Configuration configuration() {
         Configuration c = FlinkConf.checkpointing("hashmap", checkpoints.toUri().toString(),
                 base.resolve("savepoints").toUri().toString(), "300 ms", 2);
-        FlinkConf.set(c, "zookeeper", "high-availability", "high-availability.type");
-        FlinkConf.set(c, zkQuorum, "high-availability.zookeeper.quorum");
+        haSettings.forEach((k, v) -> FlinkConf.set(c, v, k));
         FlinkConf.set(c, haStorage.toUri().toString(), "high-availability.storageDir");
         FlinkConf.set(c, CLUSTER_ID, "high-availability.cluster-id");
         // State in files of the checkpoint dir (like the incident's S3 files), not inline.
@@ -217,6 +232,98 @@ final class HaCluster implements AutoCloseable {
         } catch (Exception e) {
             return "(job result unavailable: " + e + ")";
         }
+    }
+
+    /**
+     * Starts the cluster again on the same HA services and storage (nothing is submitted), waits for
+     * the recovered job's first checkpoint, crashes the cluster (unless told not to) and checks that
+     * the job restored the newest HA checkpoint with exactly the state values snapshotted for it.
+     */
+    long recoverAndCheckpoint(JobID job, String phase) throws Exception {
+        return recoverAndCheckpoint(job, phase, true);
+    }
+
+    long recoverAndCheckpoint(JobID job, String phase, boolean crash) throws Exception {
+        long before = haFilesById(job).keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+        HaJobs.resetPhase();
+        start();
+        // Nothing is submitted: the Dispatcher recovers the job from the HA services.
+        awaitRunning(job);
+        long id = awaitHaCheckpoint(job, before);
+        awaitKeyedRestores(phase);
+        if (crash) {
+            crash();
+        }
+        assertEquals(phase + ": both v2 subtasks restored: " + HaJobs.RESTORES, HaJobs.PARALLELISM,
+                HaJobs.RESTORES.size());
+        long restored = HaJobs.RESTORES.get(0).checkpointId;
+        List<Long> values = new ArrayList<>();
+        for (HaJobs.Restore r : HaJobs.RESTORES) {
+            assertEquals(phase + ": all subtasks restored the same checkpoint: " + HaJobs.RESTORES, restored,
+                    r.checkpointId);
+            values.addAll(r.position);
+        }
+        assertEquals(phase + ": restored the newest HA checkpoint", before, restored);
+        List<Long> snapshotted = HaJobs.POSITION_SNAPSHOTS.get(restored);
+        assertNotNull(phase + ": no position snapshot recorded for checkpoint " + restored, snapshotted);
+        List<Long> expected = new ArrayList<>(snapshotted);
+        Collections.sort(expected);
+        Collections.sort(values);
+        assertEquals(phase + ": the split list state 'position' holds exactly the snapshotted values", expected,
+                values);
+        assertEquals(phase + ": keyed state 'first' restored for every key", HaJobs.KEYS,
+                HaJobs.KEYED_RESTORED.size());
+        assertEquals(phase + ": keyed state 'first' holds the values set before", new TreeMap<>(HaJobs.KEYED_FIRST),
+                new TreeMap<>(HaJobs.KEYED_RESTORED));
+        return id;
+    }
+
+    /**
+     * Waits until the keyed operator holds {@code first} for every key, then for an HA checkpoint
+     * triggered after that (one in flight may have been triggered before, so the one after it), so
+     * that the recovery that follows can find every key in restored state.
+     */
+    long awaitCheckpointHoldingEveryKey(JobID job) throws Exception {
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (HaJobs.KEYS_HELD.size() < HaJobs.KEYS && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals("keys the keyed operator holds a value for", HaJobs.KEYS, HaJobs.KEYS_HELD.size());
+        long seen = haFilesById(job).keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+        return awaitHaCheckpoint(job, seen + 1);
+    }
+
+    private static void awaitKeyedRestores(String phase) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (HaJobs.KEYED_RESTORED.size() < HaJobs.KEYS && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+    }
+
+    static void assertRestoredFrom(long id, String phase) {
+        for (HaJobs.Restore r : HaJobs.RESTORES) {
+            assertEquals(phase + " restored from the HA checkpoint", id, r.checkpointId);
+        }
+    }
+
+    /**
+     * Checks the newest HA file (after a crash): its union state has {@code expected} entries and
+     * {@code chk-<id>/_metadata} agrees. Returns the job's HA files by checkpoint id.
+     */
+    Map<Long, Path> assertUnionInNewestHaFile(String phase, JobID job, long atLeast, long expected)
+            throws Exception {
+        Map<Long, Path> ha = haFilesById(job);
+        assertFalse(phase + ": no completedCheckpoint files of job " + job + " in " + haClusterDir() + "; files:"
+                + tree(), ha.isEmpty());
+        long newest = Collections.max(ha.keySet());
+        assertTrue(newest >= atLeast);
+        InspectReport r = CheckpointSurgeon.inspectHa(ha.get(newest));
+        assertEquals(phase + ": union entries in HA checkpoint " + newest, expected, ZooKeeperHaRepairTest.unionElements(r));
+        assertEquals(phase + ": " + HaJobs.PARALLELISM + " position entries", HaJobs.PARALLELISM,
+                ZooKeeperHaRepairTest.stateElements(r, HaJobs.POSITION_STATE));
+        InspectReport md = CheckpointSurgeon.inspect(checkpointDir(job, newest));
+        assertEquals(phase + ": union entries in chk-" + newest + "/_metadata", expected, ZooKeeperHaRepairTest.unionElements(md));
+        return ha;
     }
 
     /** The job's retained checkpoint dir {@code chk-<id>}. */

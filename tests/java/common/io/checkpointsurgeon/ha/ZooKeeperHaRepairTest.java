@@ -90,15 +90,15 @@ public class ZooKeeperHaRepairTest {
         HaJobs.resetPhase();
         JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), v1Dir.toUri().toString());
         cluster.awaitRunning(job);
-        long a = awaitCheckpointHoldingEveryKey(job);
+        long a = cluster.awaitCheckpointHoldingEveryKey(job);
         cluster.crash();
         long expected = 2L * HaJobs.PARALLELISM * HaJobs.PARALLELISM;
-        assertUnionInNewestHaFile("after restoring v2 from v1's checkpoint", job, a, expected);
+        cluster.assertUnionInNewestHaFile("after restoring v2 from v1's checkpoint", job, a, expected);
 
         // ---- JobManager crash and recovery from ZooKeeper: the union grows again. -----------------
-        long b = recoverAndCheckpoint(job, "recovery 1");
+        long b = cluster.recoverAndCheckpoint(job, "recovery 1");
         expected *= HaJobs.PARALLELISM;
-        Map<Long, Path> haB = assertUnionInNewestHaFile("after recovery 1", job, b, expected);
+        Map<Long, Path> haB = cluster.assertUnionInNewestHaFile("after recovery 1", job, b, expected);
         assertZooKeeperPointsAtHaFiles(job, haB);
 
         // ---- Control: repairing only _metadata changes nothing, the JobManager reads the HA files. -
@@ -109,10 +109,10 @@ public class ZooKeeperHaRepairTest {
             assertEquals(0, unionElements(CheckpointSurgeon.inspect(cluster.checkpointDir(job, id))));
         }
         long newestB = Collections.max(haB.keySet());
-        long c = recoverAndCheckpoint(job, "recovery 2 (only _metadata repaired)");
-        assertRestoredFrom(newestB, "recovery 2");
+        long c = cluster.recoverAndCheckpoint(job, "recovery 2 (only _metadata repaired)");
+        HaCluster.assertRestoredFrom(newestB, "recovery 2");
         expected *= HaJobs.PARALLELISM;
-        Map<Long, Path> haC = assertUnionInNewestHaFile("after recovery 2, _metadata repaired but not HA", job, c,
+        Map<Long, Path> haC = cluster.assertUnionInNewestHaFile("after recovery 2, _metadata repaired but not HA", job, c,
                 expected);
 
         // ---- The repair: every HA completedCheckpoint file (and its _metadata), JobManager down. ----
@@ -151,8 +151,8 @@ public class ZooKeeperHaRepairTest {
         assertZooKeeperPointsAtHaFiles(job, haC);
 
         // ---- Recovery from the repaired HA checkpoint. -------------------------------------------
-        long d = recoverAndCheckpoint(job, "recovery 3 (HA repaired)", false);
-        assertRestoredFrom(newestC, "recovery 3");
+        long d = cluster.recoverAndCheckpoint(job, "recovery 3 (HA repaired)", false);
+        HaCluster.assertRestoredFrom(newestC, "recovery 3");
         // The job keeps running and checkpointing; then the JobManager goes down again so the files
         // can be read while nothing writes them.
         long e = cluster.awaitHaCheckpoint(job, d);
@@ -187,7 +187,7 @@ public class ZooKeeperHaRepairTest {
         cluster.start();
         JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), null);
         cluster.awaitRunning(job);
-        awaitCheckpointHoldingEveryKey(job);
+        cluster.awaitCheckpointHoldingEveryKey(job);
         cluster.crash();
         Map<Long, Path> ha = cluster.haFilesById(job);
         long newest = Collections.max(ha.keySet());
@@ -214,102 +214,10 @@ public class ZooKeeperHaRepairTest {
         // The recovered job restores from the moved files, and writes its new checkpoints where its
         // job graph (kept in the HA storage) says: the old place, created again.
         cluster.checkpoints = old;
-        recoverAndCheckpoint(job, "recovery after the checkpoints moved", false);
-        assertRestoredFrom(newest, "recovery after the checkpoints moved");
+        cluster.recoverAndCheckpoint(job, "recovery after the checkpoints moved", false);
+        HaCluster.assertRestoredFrom(newest, "recovery after the checkpoints moved");
         assertFalse("chk-" + newest + " was read from its new place only",
                 Files.exists(old.resolve(job.toString()).resolve("chk-" + newest)));
-    }
-
-    /**
-     * Starts a new cluster on the same ZooKeeper and HA storage (nothing is submitted), waits for
-     * the recovered job's first checkpoint, crashes the cluster (unless told not to) and checks that
-     * the job restored the newest HA checkpoint with exactly the state values snapshotted for it.
-     */
-    private long recoverAndCheckpoint(JobID job, String phase) throws Exception {
-        return recoverAndCheckpoint(job, phase, true);
-    }
-
-    private long recoverAndCheckpoint(JobID job, String phase, boolean crash) throws Exception {
-        long before = cluster.haFilesById(job).keySet().stream().mapToLong(Long::longValue).max().orElse(0);
-        HaJobs.resetPhase();
-        cluster.start();
-        // Nothing is submitted: the Dispatcher recovers the job from ZooKeeper.
-        cluster.awaitRunning(job);
-        long id = cluster.awaitHaCheckpoint(job, before);
-        awaitKeyedRestores(phase);
-        if (crash) {
-            cluster.crash();
-        }
-        assertEquals(phase + ": both v2 subtasks restored: " + HaJobs.RESTORES, HaJobs.PARALLELISM,
-                HaJobs.RESTORES.size());
-        long restored = HaJobs.RESTORES.get(0).checkpointId;
-        List<Long> values = new ArrayList<>();
-        for (HaJobs.Restore r : HaJobs.RESTORES) {
-            assertEquals(phase + ": all subtasks restored the same checkpoint: " + HaJobs.RESTORES, restored,
-                    r.checkpointId);
-            values.addAll(r.position);
-        }
-        assertEquals(phase + ": restored the newest HA checkpoint", before, restored);
-        List<Long> snapshotted = HaJobs.POSITION_SNAPSHOTS.get(restored);
-        assertNotNull(phase + ": no position snapshot recorded for checkpoint " + restored, snapshotted);
-        List<Long> expected = new ArrayList<>(snapshotted);
-        Collections.sort(expected);
-        Collections.sort(values);
-        assertEquals(phase + ": the split list state 'position' holds exactly the snapshotted values", expected,
-                values);
-        assertEquals(phase + ": keyed state 'first' restored for every key", HaJobs.KEYS,
-                HaJobs.KEYED_RESTORED.size());
-        assertEquals(phase + ": keyed state 'first' holds the values set before", new TreeMap<>(HaJobs.KEYED_FIRST),
-                new TreeMap<>(HaJobs.KEYED_RESTORED));
-        return id;
-    }
-
-    /**
-     * Waits until the keyed operator holds {@code first} for every key, then for an HA checkpoint
-     * triggered after that (one in flight may have been triggered before, so the one after it), so
-     * that the recovery that follows can find every key in restored state.
-     */
-    private long awaitCheckpointHoldingEveryKey(JobID job) throws Exception {
-        long deadline = System.currentTimeMillis() + HaCluster.TIMEOUT_MS;
-        while (HaJobs.KEYS_HELD.size() < HaJobs.KEYS && System.currentTimeMillis() < deadline) {
-            Thread.sleep(20);
-        }
-        assertEquals("keys the keyed operator holds a value for", HaJobs.KEYS, HaJobs.KEYS_HELD.size());
-        long seen = cluster.haFilesById(job).keySet().stream().mapToLong(Long::longValue).max().orElse(0);
-        return cluster.awaitHaCheckpoint(job, seen + 1);
-    }
-
-    private static void awaitKeyedRestores(String phase) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + HaCluster.TIMEOUT_MS;
-        while (HaJobs.KEYED_RESTORED.size() < HaJobs.KEYS && System.currentTimeMillis() < deadline) {
-            Thread.sleep(20);
-        }
-    }
-
-    private void assertRestoredFrom(long id, String phase) {
-        for (HaJobs.Restore r : HaJobs.RESTORES) {
-            assertEquals(phase + " restored from the HA checkpoint", id, r.checkpointId);
-        }
-    }
-
-    /**
-     * Checks the newest HA file (after a crash): its union state has {@code expected} entries and
-     * {@code chk-<id>/_metadata} agrees. Returns the job's HA files by checkpoint id.
-     */
-    private Map<Long, Path> assertUnionInNewestHaFile(String phase, JobID job, long atLeast, long expected)
-            throws Exception {
-        Map<Long, Path> ha = cluster.haFilesById(job);
-        assertFalse(phase + ": no completedCheckpoint files of job " + job + " in " + cluster.haClusterDir() + "; files:"
-                + cluster.tree(), ha.isEmpty());
-        long newest = Collections.max(ha.keySet());
-        assertTrue(newest >= atLeast);
-        InspectReport r = CheckpointSurgeon.inspectHa(ha.get(newest));
-        assertEquals(phase + ": union entries in HA checkpoint " + newest, expected, unionElements(r));
-        assertEquals(phase + ": " + HaJobs.PARALLELISM + " position entries", HaJobs.PARALLELISM,
-                stateElements(r, HaJobs.POSITION_STATE));
-        InspectReport md = CheckpointSurgeon.inspect(cluster.checkpointDir(job, newest));
-        assertEquals(phase + ": union entries in chk-" + newest + "/_metadata", expected, unionElements(md));
-        return ha;
     }
 
     /**
@@ -333,7 +241,7 @@ public class ZooKeeperHaRepairTest {
         }
     }
 
-    private static StreamStateHandle wrapped(RetrievableStreamStateHandle<?> h) throws Exception {
+    static StreamStateHandle wrapped(RetrievableStreamStateHandle<?> h) throws Exception {
         java.lang.reflect.Field f = RetrievableStreamStateHandle.class.getDeclaredField("wrappedStreamStateHandle");
         f.setAccessible(true);
         return (StreamStateHandle) f.get(h);

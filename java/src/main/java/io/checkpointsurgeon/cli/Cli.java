@@ -1000,14 +1000,90 @@ public final class Cli {
     static final class Ha {}
 
 
+    /** The options of Kubernetes HA, shared by ha list and ha repair. */
+    static final class KubernetesOptions {
+        @Option(names = "--kubernetes", description = "Kubernetes HA: read the cluster's HA ConfigMaps (their"
+                + " checkpointID-<n> pointers to the completedCheckpoint files; with ha repair --apply, the leader's"
+                + " lease) through Flink's Kubernetes client (flink-kubernetes on the class path)")
+        boolean kubernetes;
+
+        @Option(names = "--kubeconfig", paramLabel = "FILE", description = "with --kubernetes: the kubeconfig (default:"
+                + " $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+        Path kubeconfig;
+
+        @Option(names = "--namespace", paramLabel = "NS", description = "with --kubernetes: kubernetes.namespace"
+                + " (default: default)")
+        String namespace;
+
+        @Option(names = "--cluster-id", paramLabel = "ID", description = "kubernetes.cluster-id (with --kubernetes,"
+                + " required), or high-availability.cluster-id (with --zookeeper-quorum; default: default)")
+        String clusterId;
+
+        /** The cluster's ConfigMaps, or null without --kubernetes. */
+        io.checkpointsurgeon.flink.KubernetesHa connect(CommandLine.Model.CommandSpec spec) throws CheckpointSurgeonException {
+            if (!kubernetes) {
+                if (kubeconfig != null || namespace != null) {
+                    throw new CommandLine.ParameterException(spec.commandLine(), "--kubeconfig and --namespace go with --kubernetes");
+                }
+                return null;
+            }
+            if (clusterId == null) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes needs --cluster-id (kubernetes.cluster-id)");
+            }
+            return io.checkpointsurgeon.flink.KubernetesHa.connect(kubeconfig, namespace == null ? "default" : namespace, clusterId);
+        }
+    }
+
+    /** What ha list --kubernetes finds: the ConfigMaps' pointers against the HA dir's files. */
+    public static final class KubernetesListing {
+        private final String apiServer;
+        private final String namespace;
+        private final String clusterId;
+        private final java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointers;
+        private final java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointersWithoutFile;
+        private final java.util.List<Path> filesWithoutPointer;
+        private final java.util.List<HaList.Entry> files;
+
+        KubernetesListing(String apiServer, String namespace, String clusterId,
+                java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointers,
+                java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointersWithoutFile,
+                java.util.List<Path> filesWithoutPointer, java.util.List<HaList.Entry> files) {
+            this.apiServer = apiServer;
+            this.namespace = namespace;
+            this.clusterId = clusterId;
+            this.pointers = pointers;
+            this.pointersWithoutFile = pointersWithoutFile;
+            this.filesWithoutPointer = filesWithoutPointer;
+            this.files = files;
+        }
+    }
+
+    /** The status of a pointer: "" when its local file exists. */
+    static String pointerStatus(io.checkpointsurgeon.flink.KubernetesHa.Pointer p) {
+        String deleted = p.markedForDeletion ? " (marked for deletion)" : "";
+        if (p.problem != null) return ": unreadable, " + p.problem + deleted;
+        if (p.file == null) return ": not a local file" + deleted;
+        return (java.nio.file.Files.isRegularFile(p.file) ? "" : ": NO SUCH FILE") + deleted;
+    }
+
+    /** A pointer that names no file Flink could recover from (one marked for deletion is on its way out). */
+    static boolean withoutFile(io.checkpointsurgeon.flink.KubernetesHa.Pointer p) {
+        return !p.markedForDeletion && (p.problem != null || p.file != null && !java.nio.file.Files.isRegularFile(p.file));
+    }
+
     @Command(name = "list", mixinStandardHelpOptions = true,
-            description = "List every completedCheckpoint file with its job, checkpoint id, size and union states.")
+            description = "List every completedCheckpoint file with its job, checkpoint id, size and union states;"
+                    + " with --kubernetes, first the HA ConfigMaps' pointers to them, the pointers without a file and"
+                    + " the files without a pointer.")
     static final class HaList implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "HA_DIR", description = "high-availability.storageDir (or its <cluster-id> dir)")
         Path dir;
 
         @Option(names = "--json", description = "print JSON")
         boolean json;
+
+        @CommandLine.Mixin
+        KubernetesOptions k8s = new KubernetesOptions();
 
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
@@ -1053,6 +1129,36 @@ public final class Cli {
             PrintWriter out = spec.commandLine().getOut();
             java.util.List<Entry> entries = new java.util.ArrayList<>();
             java.util.List<Path> files = CheckpointSurgeon.haFiles(dir);
+            KubernetesListing listing = null;
+            try (io.checkpointsurgeon.flink.KubernetesHa ha = k8s.connect(spec)) {
+                if (ha != null) {
+                    java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointers = ha.checkpointPointers();
+                    java.util.Set<Path> pointed = new java.util.HashSet<>();
+                    for (io.checkpointsurgeon.flink.KubernetesHa.Pointer p : pointers) pointed.add(p.file);
+                    java.util.List<Path> unpointed = new java.util.ArrayList<>();
+                    for (Path f : files) {
+                        if (!pointed.contains(f.toAbsolutePath().normalize())) unpointed.add(f);
+                    }
+                    listing = new KubernetesListing(ha.masterUrl, ha.namespace, ha.clusterId, pointers,
+                            pointers.stream().filter(Cli::withoutFile).collect(java.util.stream.Collectors.toList()),
+                            unpointed, entries);
+                }
+            }
+            if (listing != null && !json) {
+                out.printf("HA ConfigMaps of cluster '%s' in namespace '%s' (Kubernetes API server %s):%n",
+                        listing.clusterId, listing.namespace, listing.apiServer);
+                for (io.checkpointsurgeon.flink.KubernetesHa.Pointer p : listing.pointers) {
+                    out.println("  " + p.configMap + " " + p.key + " -> " + (p.target == null ? "?" : p.target)
+                            + pointerStatus(p));
+                }
+                if (listing.pointers.isEmpty()) out.println("  no checkpointID-<n> pointers");
+                out.println("pointers without a file: " + listing.pointersWithoutFile.size());
+                for (io.checkpointsurgeon.flink.KubernetesHa.Pointer p : listing.pointersWithoutFile) {
+                    out.println("  " + p.configMap + " " + p.key + " (checkpoint " + p.checkpointId + ")");
+                }
+                out.println("files without a pointer: " + listing.filesWithoutPointer.size());
+                for (Path f : listing.filesWithoutPointer) out.println("  " + f);
+            }
             for (int i = 0; i < files.size(); i++) {
                 Path f = files.get(i);
                 spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), f);
@@ -1070,7 +1176,7 @@ public final class Cli {
                 entries.add(new Entry(info, unions));
             }
             if (json) {
-                out.print(Json.write(entries));
+                out.print(Json.write(listing != null ? listing : entries));
             } else {
                 for (Entry e : entries) {
                     out.printf(Locale.ROOT, "%s%n  job %s, checkpoint %d, %s, %s%n", e.file().file(), e.file().jobId(),
@@ -1121,8 +1227,8 @@ public final class Cli {
                 + " JobManager holds or waits for the cluster's leadership in this ZooKeeper (its leader latch)")
         String zookeeperQuorum;
 
-        @Option(names = "--cluster-id", paramLabel = "ID", description = "high-availability.cluster-id (default: default)")
-        String clusterId = "default";
+        @CommandLine.Mixin
+        KubernetesOptions k8s = new KubernetesOptions();
 
         @Option(names = "--zookeeper-root", paramLabel = "PATH", description = "high-availability.zookeeper.path.root"
                 + " (default: /flink)")
@@ -1137,16 +1243,30 @@ public final class Cli {
 
         @Override
         public Integer call() throws CheckpointSurgeonException {
-            if (apply && zookeeperQuorum != null) {
-                String leader = io.checkpointsurgeon.flink.ZooKeeperLeader.liveLeader(zookeeperQuorum, zookeeperRoot, clusterId);
-                if (leader != null && !force) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, leader
-                            + ". Stop the JobManager(s) before repairing their HA files, or give --force");
+            if (k8s.kubernetes && zookeeperQuorum != null) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes or --zookeeper-quorum, not both");
+            }
+            String leader = null;
+            java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointers = null;
+            try (io.checkpointsurgeon.flink.KubernetesHa ha = k8s.connect(spec)) {
+                if (ha != null) {
+                    if (apply) leader = ha.liveLeader();
+                    pointers = ha.checkpointPointers();
                 }
-                if (leader != null) spec.commandLine().getErr().println("warning (--force): " + leader);
-            } else if (apply && !force) {
+            }
+            if (apply && zookeeperQuorum != null) {
+                leader = io.checkpointsurgeon.flink.ZooKeeperLeader.liveLeader(zookeeperQuorum, zookeeperRoot,
+                        k8s.clusterId == null ? "default" : k8s.clusterId);
+            }
+            if (leader != null && !force) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, leader
+                        + ". Stop the JobManager(s) before repairing their HA files, or give --force");
+            }
+            if (leader != null) {
+                spec.commandLine().getErr().println("warning (--force): " + leader);
+            } else if (apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
                 spec.commandLine().getErr().println("warning: not checked whether a JobManager holds the cluster's"
-                        + " leadership (give --zookeeper-quorum and --cluster-id)");
+                        + " leadership (give --zookeeper-quorum and --cluster-id, or --kubernetes and --cluster-id)");
             }
             Surgery s = null;
             try {
@@ -1167,7 +1287,7 @@ public final class Cli {
             if (!apply && !json) {
                 out.println("The JobManager(s) must be stopped before --apply: a running leader rewrites these files.");
             }
-            java.util.List<Path> files = CheckpointSurgeon.haFiles(path);
+            java.util.List<Path> files = pointers == null ? CheckpointSurgeon.haFiles(path) : pointedFiles(pointers);
             java.util.List<CheckpointSurgeon.HaRepair> results = new java.util.ArrayList<>();
             if (apply) {
                 // all-or-nothing: every file is staged and validated before any is switched
@@ -1210,6 +1330,38 @@ public final class Cli {
             }
             out.flush();
             return OK;
+        }
+
+        /**
+         * With --kubernetes the files to repair are those the ConfigMaps point at (the ones Flink recovers
+         * from), under PATH; the other pointers and files are named on standard error and left alone.
+         */
+        java.util.List<Path> pointedFiles(java.util.List<io.checkpointsurgeon.flink.KubernetesHa.Pointer> pointers)
+                throws CheckpointSurgeonException {
+            PrintWriter err = spec.commandLine().getErr();
+            Path base = path.toAbsolutePath().normalize();
+            java.util.SortedSet<Path> files = new java.util.TreeSet<>();
+            for (io.checkpointsurgeon.flink.KubernetesHa.Pointer p : pointers) {
+                String status = pointerStatus(p);
+                if (!status.isEmpty()) {
+                    err.println("warning: " + p.configMap + " " + p.key + " -> " + p.target + status + "; not repaired");
+                } else if (!p.file.startsWith(base)) {
+                    err.println("warning: " + p.configMap + " " + p.key + " -> " + p.target + " is not under " + path
+                            + "; not repaired");
+                } else {
+                    files.add(p.file);
+                }
+            }
+            for (Path f : CheckpointSurgeon.haFiles(path)) {
+                if (!files.contains(f.toAbsolutePath().normalize())) {
+                    err.println("note: " + f + " has no pointer in the ConfigMaps (Flink does not recover from it); not repaired");
+                }
+            }
+            if (files.isEmpty()) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "no checkpointID-<n>"
+                        + " pointer of the HA ConfigMaps names a completedCheckpoint file under " + path);
+            }
+            return new java.util.ArrayList<>(files);
         }
     }
 

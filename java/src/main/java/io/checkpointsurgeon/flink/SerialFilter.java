@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The JEP 290 filter on every Java deserialization the tool does (HA {@code completedCheckpoint}
- * files). Only the classes that a {@code CompletedCheckpoint} graph of a supported Flink version
+ * files; the Kubernetes HA ConfigMaps' pointers, with their own allow-list: {@link KubernetesHa}). Only the classes that a {@code CompletedCheckpoint} graph of a supported Flink version
  * holds are resolved, each no deeper in the graph than real files have it (plus Flink's own
  * {@code StateObject} implementations of its state and checkpoint packages, for handle kinds no
  * fixture holds); everything else is refused before any of its code runs (no {@code readObject}, no constructor). Limits derived from
@@ -43,12 +43,22 @@ public final class SerialFilter implements ObjectInputFilter {
 
     private final String file;
     private final long streamLength;
+    private final Map<String, Integer> allowed;
     private volatile String refused;
 
     /** @param streamLength the length of the stream (the file), which bounds every count in it */
     SerialFilter(String file, long streamLength) {
+        this(file, streamLength, ALLOWED);
+    }
+
+    /**
+     * A filter for another kind of stream (the HA pointers of {@link KubernetesHa}): only the
+     * classes of {@code allowed} (class name -> deepest depth), with the same limits.
+     */
+    SerialFilter(String file, long streamLength, Map<String, Integer> allowed) {
         this.file = file;
         this.streamLength = streamLength;
+        this.allowed = allowed;
     }
 
     /** Why the filter refused the stream, or null. */
@@ -86,14 +96,15 @@ public final class SerialFilter implements ObjectInputFilter {
             Recorder.record(Path.of(record), name, info.depth());
             return Status.ALLOWED;
         }
-        Integer maxDepth = ALLOWED.get(name);
-        if (maxDepth == null && isFlinkStateObject(c)) {
+        Integer maxDepth = allowed.get(name);
+        if (maxDepth == null && allowed == ALLOWED && isFlinkStateObject(c)) {
             // a state handle kind no fixture holds (changelog handles, for example): Flink's own
             // StateObject implementations restore plain fields
             maxDepth = (int) MAX_DEPTH - 8;
         }
         if (maxDepth == null) {
-            return reject("class " + name + ", which a CompletedCheckpoint does not hold (not in the allow-list)");
+            return reject("class " + name + ", which " + (allowed == ALLOWED ? "a CompletedCheckpoint" : "such a stream")
+                    + " does not hold (not in the allow-list)");
         }
         if (info.depth() > maxDepth + 8) {
             return reject("class " + name + " nested " + info.depth() + " deep, where real files have it at most "
