@@ -18,6 +18,8 @@ import java.util.Locale;
  */
 final class NativeBridge {
     static final String LIBRARY_PROPERTY = "checkpointsurgeon.library";
+    /** A directory with {@code <platform>/libcheckpoint_surgeon.so} (the launcher's lib/native). */
+    static final String LIBRARY_DIR_PROPERTY = "checkpointsurgeon.libraryDir";
     private static final String LIBRARY_FILE = "libcheckpoint_surgeon.so";
 
     /** This jar's version (from {@code version.properties}, written by the build). */
@@ -138,6 +140,14 @@ final class NativeBridge {
 
     private static CheckpointSurgeonException load() {
         String override = System.getProperty(LIBRARY_PROPERTY);
+        String dir = System.getProperty(LIBRARY_DIR_PROPERTY);
+        if ((override == null || override.isEmpty()) && dir != null && !dir.isEmpty()) {
+            // the installation's own copy for this platform; else the jar's
+            Path installed = Path.of(dir, platform(), LIBRARY_FILE);
+            if (Files.isRegularFile(installed)) {
+                override = installed.toString();
+            }
+        }
         try {
             if (override != null && !override.isEmpty()) {
                 System.load(Path.of(override).toAbsolutePath().toString());
