@@ -8,6 +8,7 @@ import static org.junit.Assert.assertTrue;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.testing.FlinkConf;
+import io.checkpointsurgeon.testing.TestFiles;
 
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
@@ -304,6 +305,33 @@ final class HaCluster implements AutoCloseable {
         for (HaJobs.Restore r : HaJobs.RESTORES) {
             assertEquals(phase + " restored from the HA checkpoint", id, r.checkpointId);
         }
+    }
+
+    /**
+     * The incident's start, as both HA tests run it: v1 writes the union state (2 entries per
+     * subtask) and is cancelled; v2 starts from v1's newest retained checkpoint, takes an HA
+     * checkpoint that holds every key, and the JobManager crashes. v2's union state then holds v1's
+     * entries once per v2 subtask (checked in the HA file and the checkpoint). Returns v2's job id.
+     */
+    JobID startV2FromV1() throws Exception {
+        start();
+        JobID v1 = submit(env -> HaJobs.consumerJob(env, true), null);
+        awaitRunning(v1);
+        long v1Checkpoint = awaitHaCheckpoint(v1, 0);
+        assertEquals("v1: 2 union entries per subtask", 2L * HaJobs.PARALLELISM,
+                ZooKeeperHaRepairTest.unionElements(CheckpointSurgeon.inspectHa(haFilesById(v1).get(v1Checkpoint))));
+        cancel(v1);
+        Path v1Dir = TestFiles.latestCheckpoint(checkpoints.resolve(v1.toString()));
+        assertNotNull("a retained checkpoint of v1", v1Dir);
+
+        HaJobs.resetPhase();
+        JobID job = submit(env -> HaJobs.consumerJob(env, false), v1Dir.toUri().toString());
+        awaitRunning(job);
+        long a = awaitCheckpointHoldingEveryKey(job);
+        crash();
+        assertUnionInNewestHaFile("after restoring v2 from v1's checkpoint", job, a,
+                2L * HaJobs.PARALLELISM * HaJobs.PARALLELISM);
+        return job;
     }
 
     /**
