@@ -556,12 +556,7 @@ pub fn stream_element_ranges(
     stream_len: u64,
 ) -> Result<Vec<Vec<(u64, u64)>>> {
     match &header.blocks {
-        Some(blocks) => Ok(h
-            .states
-            .iter()
-            .zip(blocks)
-            .map(|(st, b)| b.map_or_else(Vec::new, |(_, end)| ranges_in_block(&st.offsets, end)))
-            .collect()),
+        Some(blocks) => Ok(ranges_in_blocks(h, blocks)),
         None => element_ranges(h, stream_len),
     }
 }
@@ -661,15 +656,17 @@ fn element_ranges_in_blocks(
     handle: &OperatorHandle,
     stream_len: u64,
 ) -> Option<Vec<Vec<(u64, u64)>>> {
-    let blocks = state_blocks(handle, stream_len)?;
-    Some(
-        handle
-            .states
-            .iter()
-            .zip(blocks)
-            .map(|(st, b)| b.map_or_else(Vec::new, |(_, end)| ranges_in_block(&st.offsets, end)))
-            .collect(),
-    )
+    Some(ranges_in_blocks(handle, &state_blocks(handle, stream_len)?))
+}
+
+/// Each state's element ranges when its elements fill its block (in the handle's state order).
+fn ranges_in_blocks(handle: &OperatorHandle, blocks: &Blocks) -> Vec<Vec<(u64, u64)>> {
+    handle
+        .states
+        .iter()
+        .zip(blocks)
+        .map(|(st, b)| b.map_or_else(Vec::new, |(_, end)| ranges_in_block(&st.offsets, end)))
+        .collect()
 }
 
 /// Appends `stream[from..to]` to `pieces`, with each i16 state count of the header that lies
