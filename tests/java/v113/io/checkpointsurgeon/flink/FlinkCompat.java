@@ -1,7 +1,6 @@
 package io.checkpointsurgeon.flink;
 
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
@@ -12,7 +11,6 @@ import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.StateChange;
@@ -33,14 +31,11 @@ import java.util.UUID;
  * (experimental) have a layout of their own that 1.15+ and the native codec do not read: none are
  * generated or described here.
  */
-final class FlinkCompat {
+final class FlinkCompat extends Before120Compat {
 
     /** The Flink line on the class path, "1.13" or "1.14". */
     static final String FLINK_LINE = EnvironmentInformation.getVersion().replaceAll("^(\\d+\\.\\d+).*", "$1");
 
-    static final boolean SUPPORTS_NAME_AND_UID = false;
-    static final boolean SUPPORTS_FILE_MERGING = false;
-    static final boolean SUPPORTS_MERGED_CHANNELS = false;
     static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = false;
 
     private static final String FULLY_FINISHED = "org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState";
@@ -75,26 +70,6 @@ final class FlinkCompat {
     }
 
     static String describeVersionSpecificKeyedHandle(KeyedStateHandle h) {
-        return null;
-    }
-
-    static String operatorName(OperatorState state) {
-        return null;
-    }
-
-    static String operatorUid(OperatorState state) {
-        return null;
-    }
-
-    static String describeVersionSpecificStreamHandle(StreamStateHandle h) {
-        return null;
-    }
-
-    static String describeVersionSpecificOperatorHandle(OperatorStateHandle h) {
-        return null;
-    }
-
-    static String describeVersionSpecificChannelHandle(Object h) {
         return null;
     }
 
@@ -146,21 +121,6 @@ final class FlinkCompat {
         return new KeyGroupsStateHandle(offsets, delegate);
     }
 
-    static StreamStateHandle newSegmentHandle(
-            Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
-        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
-    }
-
-    static StreamStateHandle emptySegmentHandle() {
-        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
-    }
-
-    static OperatorStateHandle newFileMergingOperatorHandle(
-            Path taskOwnedDir, Path sharedDir, Map<String, OperatorStateHandle.StateMetaInfo> states,
-            StreamStateHandle segmentDelegate, boolean empty) {
-        throw new UnsupportedOperationException("file merging needs Flink 1.20+");
-    }
-
     /** Code 5: no checkpointed size, no state handle id; keys must be unique (maps). */
     static IncrementalRemoteKeyedStateHandle newIncrementalHandle(
             UUID backendId, KeyGroupRange range, long checkpointId,
@@ -193,16 +153,6 @@ final class FlinkCompat {
 
     static StateChange newStateChange(int keyGroup, byte[] change) {
         return new StateChange(keyGroup, change);
-    }
-
-    static Object newMergedInputChannelHandle(
-            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
-    }
-
-    static Object newMergedResultSubpartitionHandle(
-            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
     }
 
     /** 1.13 and 1.14 write only their default version, V3. */

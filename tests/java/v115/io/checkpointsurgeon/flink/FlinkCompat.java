@@ -1,7 +1,6 @@
 package io.checkpointsurgeon.flink;
 
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.FinishedOperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
 import org.apache.flink.runtime.checkpoint.MasterState;
@@ -14,7 +13,6 @@ import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle.ChangelogStateBackendHandleImpl;
@@ -37,14 +35,11 @@ import java.util.UUID;
  * 1.15 writes metadata V3: no file merging (segment handles), no CheckpointProperties trailer, no
  * operator name/uid, no merged channel handles; incremental shared/private state are maps.
  */
-final class FlinkCompat {
+final class FlinkCompat extends Before120Compat {
 
     /** The Flink line these shims compile against. */
     static final String FLINK_LINE = "1.15";
 
-    static final boolean SUPPORTS_NAME_AND_UID = false;
-    static final boolean SUPPORTS_FILE_MERGING = false;
-    static final boolean SUPPORTS_MERGED_CHANNELS = false;
     static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = false;
     /** Fully finished operators and finished subtasks (FLIP-147, 1.14+). */
     static final boolean SUPPORTS_FINISHED = true;
@@ -76,29 +71,6 @@ final class FlinkCompat {
     /** The changelog handles, or null for a kind every version has. */
     static String describeVersionSpecificKeyedHandle(KeyedStateHandle h) {
         return ChangelogDescriber.describe(h);
-    }
-
-    static String operatorName(OperatorState state) {
-        return null;
-    }
-
-    static String operatorUid(OperatorState state) {
-        return null;
-    }
-
-    /** Segment handles do not exist before 1.20. */
-    static String describeVersionSpecificStreamHandle(StreamStateHandle h) {
-        return null;
-    }
-
-    /** FileMergingOperatorStream does not exist before 1.20. */
-    static String describeVersionSpecificOperatorHandle(OperatorStateHandle h) {
-        return null;
-    }
-
-    /** The V6 merged channel handles do not exist before 2.1. */
-    static String describeVersionSpecificChannelHandle(Object h) {
-        return null;
     }
 
     static StreamStateHandle incrementalMetaHandle(IncrementalRemoteKeyedStateHandle h) {
@@ -135,21 +107,6 @@ final class FlinkCompat {
     static KeyGroupsStateHandle newKeyGroupsHandle(
             KeyGroupRangeOffsets offsets, StreamStateHandle delegate, StateHandleID id) {
         return KeyGroupsStateHandle.restore(offsets, delegate, id);
-    }
-
-    static StreamStateHandle newSegmentHandle(
-            Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
-        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
-    }
-
-    static StreamStateHandle emptySegmentHandle() {
-        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
-    }
-
-    static OperatorStateHandle newFileMergingOperatorHandle(
-            Path taskOwnedDir, Path sharedDir, Map<String, OperatorStateHandle.StateMetaInfo> states,
-            StreamStateHandle segmentDelegate, boolean empty) {
-        throw new UnsupportedOperationException("file merging needs Flink 1.20+");
     }
 
     /** Keys must be unique: 1.15 keeps shared and private state in maps. */
@@ -191,16 +148,6 @@ final class FlinkCompat {
 
     static StateChange newStateChange(int keyGroup, byte[] change) {
         return new StateChange(keyGroup, change);
-    }
-
-    static Object newMergedInputChannelHandle(
-            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
-    }
-
-    static Object newMergedResultSubpartitionHandle(
-            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
     }
 
     /** 1.15 writes only its default version, V3. */

@@ -1,7 +1,6 @@
 package io.checkpointsurgeon.flink;
 
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.FullyFinishedOperatorState;
 import org.apache.flink.runtime.checkpoint.MasterState;
 import org.apache.flink.runtime.checkpoint.OperatorState;
@@ -14,7 +13,6 @@ import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StateHandleID;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.StateChange;
@@ -43,14 +41,11 @@ import java.util.UUID;
  * from 1.19) and how a {@link StateChange} is made (1.16: its public constructor; from 1.17 the
  * factories {@code ofDataChange} and {@code ofMetadataChange}, the constructors package-private).
  */
-final class FlinkCompat {
+final class FlinkCompat extends Before120Compat {
 
     /** The Flink line these shims run against, e.g. "1.17". */
     static final String FLINK_LINE = line(EnvironmentInformation.getVersion());
 
-    static final boolean SUPPORTS_NAME_AND_UID = false;
-    static final boolean SUPPORTS_FILE_MERGING = false;
-    static final boolean SUPPORTS_MERGED_CHANNELS = false;
     static final boolean SUPPORTS_CHECKPOINT_PROPERTIES = true;
     /** Fully finished operators and finished subtasks (FLIP-147, 1.14+). */
     static final boolean SUPPORTS_FINISHED = true;
@@ -96,14 +91,6 @@ final class FlinkCompat {
     //  describer side
     // ------------------------------------------------------------------------
 
-    static String operatorName(OperatorState state) {
-        return null;
-    }
-
-    static String operatorUid(OperatorState state) {
-        return null;
-    }
-
     static boolean isFullyFinished(OperatorState state) {
         return state.isFullyFinished();
     }
@@ -120,21 +107,6 @@ final class FlinkCompat {
     /** The changelog handles, or null for a kind every version has. */
     static String describeVersionSpecificKeyedHandle(KeyedStateHandle h) {
         return ChangelogDescriber.describe(h);
-    }
-
-    /** Segment handles do not exist before 1.20. */
-    static String describeVersionSpecificStreamHandle(StreamStateHandle h) {
-        return null;
-    }
-
-    /** FileMergingOperatorStream does not exist before 1.20. */
-    static String describeVersionSpecificOperatorHandle(OperatorStateHandle h) {
-        return null;
-    }
-
-    /** The V6 merged channel handles do not exist before 2.1. */
-    static String describeVersionSpecificChannelHandle(Object h) {
-        return null;
     }
 
     static StreamStateHandle incrementalMetaHandle(IncrementalRemoteKeyedStateHandle h) {
@@ -165,21 +137,6 @@ final class FlinkCompat {
         return fullyFinished
                 ? new FullyFinishedOperatorState(id, parallelism, maxParallelism)
                 : new OperatorState(id, parallelism, maxParallelism);
-    }
-
-    static StreamStateHandle newSegmentHandle(
-            Path physicalFile, long startPos, long stateSize, boolean shared, String logicalId) {
-        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
-    }
-
-    static StreamStateHandle emptySegmentHandle() {
-        throw new UnsupportedOperationException("segment handles need Flink 1.20+");
-    }
-
-    static OperatorStateHandle newFileMergingOperatorHandle(
-            Path taskOwnedDir, Path sharedDir, Map<String, OperatorStateHandle.StateMetaInfo> states,
-            StreamStateHandle segmentDelegate, boolean empty) {
-        throw new UnsupportedOperationException("file merging needs Flink 1.20+");
     }
 
     static IncrementalRemoteKeyedStateHandle newIncrementalHandle(
@@ -233,16 +190,6 @@ final class FlinkCompat {
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    static Object newMergedInputChannelHandle(
-            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
-    }
-
-    static Object newMergedResultSubpartitionHandle(
-            int subtask, StreamStateHandle delegate, long size, byte[] serializedOffsets) {
-        throw new UnsupportedOperationException("merged channel handles need Flink 2.1+");
     }
 
     /** Writes magic, {@code version} and body with that version's serializer. */
