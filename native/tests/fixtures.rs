@@ -123,6 +123,70 @@ fn inspect_reads_every_fixture() {
     }
 }
 
+/// Compressed operator state is reported by value too, from what the frames hold: in both
+/// layouts (1.18's shared offsets need the serializer's element layout), every compressed state
+/// gets its distinct count, the stale union of `stale-union-compressed` (4 values in each of 3
+/// subtasks' 12 elements, 3 copies each) the same digest everywhere and its Kafka partitions, and the states of
+/// `operator-state-compressed` the counts of their uncompressed twin `operator-state-files`.
+#[test]
+fn inspect_reports_the_values_of_compressed_states() {
+    let states = |dir: &Path| {
+        let report = inspect::inspect(&Checkpoint::open(dir).unwrap());
+        let mut v = Vec::new();
+        for op in report.operators {
+            for s in op.subtasks {
+                if let Some(h) = s.managed_operator {
+                    assert!(h.stream_error.is_empty(), "{}", h.stream_error);
+                    for st in h.states {
+                        v.push((h.compressed, st));
+                    }
+                }
+            }
+        }
+        v
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let mut compressed = 0;
+    for version in std::fs::read_dir(&root).unwrap() {
+        let dir = version.unwrap().path();
+        let (c, files) = (
+            dir.join("operator-state-compressed"),
+            dir.join("operator-state-files"),
+        );
+        if !c.join("_metadata").is_file() {
+            continue;
+        }
+        let mut of = |d: &Path| {
+            let mut v: Vec<(String, i64, i64)> = states(d)
+                .into_iter()
+                .map(|(z, st)| {
+                    compressed += z as usize;
+                    (st.name, st.elements, st.distinct)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let (vc, vf) = (of(&c), of(&files));
+        assert!(vc.iter().all(|s| s.2 >= 0), "{}: {vc:?}", c.display());
+        assert_eq!(vc, vf, "{}", dir.display());
+    }
+    assert!(compressed >= 12, "{compressed} compressed states");
+    let dir = root.join("1.18.1/stale-union-compressed");
+    let union: Vec<_> = states(&dir)
+        .into_iter()
+        .filter(|(_, st)| st.name == "topic-partition-offset-states")
+        .collect();
+    assert_eq!(union.len(), 3);
+    for (compressed, st) in &union {
+        assert!(compressed);
+        assert_eq!((st.elements, st.distinct), (12, 4));
+        assert_eq!(st.digest, union[0].1.digest);
+        let partitions: Vec<(i32, u64)> = st.kafka.iter().map(|(k, n)| (k.partition, *n)).collect();
+        assert_eq!(partitions, vec![(0, 3), (1, 3), (2, 3), (3, 3)]);
+    }
+}
+
 #[test]
 fn truncated_fixtures_fail_cleanly() {
     for path in fixtures() {

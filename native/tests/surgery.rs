@@ -5,7 +5,9 @@
 use bytes::Bytes;
 use checkpoint_surgeon::codec::handles::OperatorHandle;
 use checkpoint_surgeon::codec::io::JStr;
+use checkpoint_surgeon::codec::kafka;
 use checkpoint_surgeon::codec::opstate;
+use checkpoint_surgeon::codec::snappy;
 use checkpoint_surgeon::codec::uid::operator_id_for_uid;
 use checkpoint_surgeon::commit;
 use checkpoint_surgeon::commit::read::Checkpoint;
@@ -43,6 +45,58 @@ fn elements(cp: &Checkpoint) -> HashMap<(String, i32, String), Vec<Bytes>> {
         }
     }
     out
+}
+
+/// Every element's value, keyed like [`elements`]: compressed elements decoded from their frames.
+fn values(cp: &Checkpoint) -> HashMap<(String, i32, String), Vec<Bytes>> {
+    let mut out = HashMap::new();
+    for op in &cp.metadata.operators {
+        for (i, st) in op.subtask_states() {
+            if let Some(h) = st.managed_operator() {
+                let stream = cp.stream_bytes(h.delegate.as_ref().unwrap()).unwrap();
+                let header = opstate::parse_header(&stream, h).unwrap();
+                let ranges =
+                    opstate::stream_element_ranges(&header, h, stream.len() as u64).unwrap();
+                for (s, r) in h.states.iter().zip(ranges) {
+                    let els = if !header.compressed {
+                        r.iter()
+                            .map(|&(a, b)| stream.slice(a as usize..b as usize))
+                            .collect()
+                    } else if opstate::shares_offsets(&s.offsets) {
+                        let fe = opstate::framed_elements(&stream, &header, s).unwrap();
+                        fe.elements
+                            .iter()
+                            .map(|&(a, b)| Bytes::copy_from_slice(&fe.bytes[a..b]))
+                            .collect()
+                    } else {
+                        r.iter()
+                            .map(|&(a, b)| {
+                                let d = snappy::decode_until_identifier(
+                                    &stream[..b as usize],
+                                    a as usize,
+                                )
+                                .unwrap();
+                                Bytes::from(d.bytes)
+                            })
+                            .collect()
+                    };
+                    out.insert((op.hex_id(), i, s.name.to_string()), els);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The values of `state` in every subtask, sorted.
+fn state_values(cp: &Checkpoint, state: &str) -> Vec<Bytes> {
+    let mut all: Vec<Bytes> = values(cp)
+        .into_iter()
+        .filter(|(k, _)| k.2 == state)
+        .flat_map(|(_, v)| v)
+        .collect();
+    all.sort();
+    all
 }
 
 fn handles(cp: &Checkpoint) -> Vec<(&OperatorHandle, Bytes)> {
@@ -206,16 +260,105 @@ fn compressed_streams_purge_and_dedupe_cut_whole_frames() {
         }
         assert_eq!(compressed, 2, "{}", dir.display());
         let dedupe = Request::dedupe_union(Selector::Uid("operator-states".into()), UNION);
-        if layout_1_18 {
-            // one offset for all elements of a state: no element can be cut out alone
-            let Err(e) = surgery::plan(&before, &dedupe, &mut commit::random_file_name) else {
-                panic!("dedupe of a 1.18 compressed union state must be refused");
-            };
-            assert!(e.to_string().contains("snapshot-compression: false"), "{e}");
-        } else {
-            let (_, deduped, _) = run(&dir, dedupe, &out.join("deduped"));
-            // the union entries name their subtask: nothing is dropped, and nothing else changes
-            assert_eq!(elements(&deduped), eb, "{}", dir.display());
+        let (_, deduped, _) = run(&dir, dedupe, &out.join("deduped"));
+        // the union entries name their subtask: nothing is dropped, and nothing else changes
+        // (1.18's union elements are written anew, one frame run each: compare their values)
+        assert_eq!(values(&deduped), values(&before), "{}", dir.display());
+        let (ed, split) = (elements(&deduped), |k: &(String, i32, String)| k.2 != UNION);
+        for (k, v) in eb.iter().filter(|(k, _)| !layout_1_18 || split(k)) {
+            assert_eq!(ed.get(k), Some(v), "{}: {k:?} changed", dir.display());
+        }
+    }
+}
+
+/// The stale union in Flink 1.18's compressed layout (one snappy stream per state, one offset for
+/// all elements of a state): dedupe decodes the elements with the layout of their serializer
+/// (the legacy Kafka consumer's `Tuple2<KafkaTopicPartition, Long>`, Kryo and long), keeps the first copy of each value and writes the kept ones as a
+/// frame run each, with an offset each. The other state's frames stay byte for byte, and a second
+/// dedupe finds nothing more to drop.
+#[test]
+fn dedupe_of_a_1_18_compressed_union_keeps_one_copy_of_each_value() {
+    let id = &opstate::SNAPPY_STREAM_IDENTIFIER[..];
+    for dir in fixture_dirs("stale-union-compressed") {
+        let out = temp_dir("dedupe118");
+        let dedupe = || Request::dedupe_union(Selector::Uid("source_consumer".into()), STALE);
+        let (before, after, plan) = run(&dir, dedupe(), &out.join("once"));
+        let union = |cp: &Checkpoint| state_values(cp, STALE);
+        let (b, a) = (union(&before), union(&after));
+        let mut distinct = b.clone();
+        distinct.dedup();
+        assert_eq!((b.len(), distinct.len()), (36, 4), "{}", dir.display());
+        assert_eq!(a, distinct);
+        assert_eq!(
+            plan.changes.iter().map(|c| c.elements_after).sum::<i64>(),
+            4
+        );
+        // the legacy Kafka consumer's elements: KafkaTopicPartition (Kryo) and the offset
+        let mut partitions: Vec<(String, i32)> = a
+            .iter()
+            .map(|e| {
+                let o = kafka::decode_legacy(e).expect("a legacy Kafka offset");
+                (o.topic, o.partition)
+            })
+            .collect();
+        partitions.sort();
+        let expected: Vec<(String, i32)> = (0..4).map(|p| ("topic-a".to_string(), p)).collect();
+        assert_eq!(partitions, expected);
+        // every subtask's union elements shared one offset before; the kept ones have their own
+        let mut shared = 0;
+        for (h, stream) in handles(&before) {
+            let header = opstate::parse_header(&stream, h).unwrap();
+            assert!(header.compressed);
+            shared += h
+                .states
+                .iter()
+                .filter(|s| opstate::shares_offsets(&s.offsets))
+                .count();
+        }
+        assert!(
+            shared >= 3,
+            "{}: {shared} states share offsets",
+            dir.display()
+        );
+        for (h, stream) in handles(&after) {
+            let header = opstate::parse_header(&stream, h).unwrap();
+            let ids = stream.windows(id.len()).filter(|w| *w == id).count();
+            assert_eq!(ids, h.states.len(), "one identifier per state");
+            for s in &h.states {
+                assert!(!opstate::shares_offsets(&s.offsets));
+                if s.name.to_string() == STALE && !s.offsets.is_empty() {
+                    let fe = opstate::framed_elements(&stream, &header, s).unwrap();
+                    assert_eq!(fe.elements.len(), s.offsets.len());
+                }
+            }
+        }
+        let (eb, ea) = (elements(&before), elements(&after));
+        for (k, v) in eb.iter().filter(|(k, _)| k.2 != STALE) {
+            assert_eq!(ea.get(k), Some(v), "{k:?}");
+        }
+        // the result de-duplicated again: the same values, the same streams
+        let (_, twice, _) = run(&out.join("once"), dedupe(), &out.join("twice"));
+        assert_eq!(values(&twice), values(&after));
+        assert_eq!(elements(&twice), elements(&after));
+        // purging the other state of the stream in the same request: its segment is cut next to
+        // the union's new frames
+        let both = Request::new(vec![
+            Operation::RemoveState {
+                operators: Selector::Uid("source_consumer".into()),
+                state: JStr::new("position"),
+            },
+            Operation::DedupeUnion {
+                operators: Selector::Uid("source_consumer".into()),
+                state: JStr::new(STALE),
+            },
+        ]);
+        let (_, combined, _) = run(&dir, both, &out.join("both"));
+        assert_eq!(union(&combined), distinct);
+        assert!(values(&combined).keys().all(|k| k.2 != "position"));
+        for (h, stream) in handles(&combined) {
+            opstate::parse_header(&stream, h).unwrap();
+            let ids = stream.windows(id.len()).filter(|w| *w == id).count();
+            assert_eq!(ids, h.states.len());
         }
     }
 }
@@ -229,16 +372,7 @@ fn dedupe_keeps_exactly_one_copy_of_each_distinct_union_element() {
             Request::dedupe_union(Selector::Uid("source_consumer".into()), STALE),
             &out.join("new"),
         );
-        let collect = |cp: &Checkpoint| {
-            let mut all: Vec<Bytes> = elements(cp)
-                .into_iter()
-                .filter(|(k, _)| k.2 == STALE)
-                .flat_map(|(_, v)| v)
-                .collect();
-            all.sort();
-            all
-        };
-        let (b, a) = (collect(&before), collect(&after));
+        let (b, a) = (state_values(&before, STALE), state_values(&after, STALE));
         let mut distinct = b.clone();
         distinct.dedup();
         assert!(

@@ -7,8 +7,10 @@
 //! element) and the whole layout is then checked against the offsets. Nothing here needs the
 //! state's Java classes.
 
+use crate::codec::elements::{self, Layout};
 use crate::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
 use crate::codec::io::{JStr, Reader};
+use crate::codec::snappy;
 use crate::error::{Error, Result};
 use bytes::Bytes;
 
@@ -545,6 +547,74 @@ fn identifier_segments(
         out.push(Some((a as u64, b as u64)));
     }
     Ok(Some(out))
+}
+
+/// Whether some elements of a state share an offset: Flink 1.18 records one offset for all
+/// elements of a compressed state, so their boundaries are not in the file.
+pub fn shares_offsets(offsets: &Offsets) -> bool {
+    (1..offsets.len()).any(|i| offsets.get(i) == offsets.get(i - 1))
+}
+
+/// A compressed state's elements, decoded: its frames `[from, to)` (from its first offset to the
+/// next stream identifier or the end) hold `bytes`, and element k is `bytes[elements[k]]`.
+pub struct FramedElements {
+    pub from: u64,
+    pub to: u64,
+    pub bytes: Vec<u8>,
+    pub elements: Vec<(usize, usize)>,
+}
+
+/// Decodes the elements of a compressed list state whose offsets do not bound them, with the
+/// element layout its serializer snapshot gives. Each offset must be the start of a frame at or
+/// before its element (Flink 1.18 gives every element the state's first frame).
+pub fn framed_elements(
+    stream: &Bytes,
+    header: &StreamHeader,
+    st: &StateMetaInfo,
+) -> Result<FramedElements> {
+    let entry = header.entry(&st.name).ok_or_else(|| {
+        Error::format(
+            0,
+            format!("a META_INFO entry for state '{}' in the header", st.name),
+            None,
+        )
+    })?;
+    let layout = Layout::of_entry(stream, entry)?;
+    let from = st.offsets.get(0) as usize;
+    let decoded = snappy::decode_until_identifier(stream, from)?;
+    let elements = elements::split(&layout, &decoded.bytes, st.offsets.len()).ok_or_else(|| {
+        Error::format(
+            from as u64,
+            format!(
+                "{} elements of state '{}' filling its {} decompressed bytes",
+                st.offsets.len(),
+                st.name,
+                decoded.bytes.len()
+            ),
+            None,
+        )
+    })?;
+    for (o, &(start, _)) in st.offsets.iter().zip(&elements) {
+        match decoded.frames.binary_search_by_key(&(o as u64), |f| f.0) {
+            Ok(i) if decoded.frames[i].1 <= start => {}
+            _ => {
+                return Err(Error::format(
+                    o as u64,
+                    format!(
+                        "an offset of state '{}' at the start of a snappy frame at or before its element",
+                        st.name
+                    ),
+                    None,
+                ))
+            }
+        }
+    }
+    Ok(FramedElements {
+        from: from as u64,
+        to: decoded.end,
+        bytes: decoded.bytes,
+        elements,
+    })
 }
 
 /// Each state's element ranges (in the handle's state order), from the header's blocks where it

@@ -1,6 +1,7 @@
 //! Cutting operator-state streams: removed states (their header entry and elements) and dropped
-//! union elements are cut out, every remaining offset is shifted, and the header's state counts
-//! are patched. The result is a list of slices of the old stream, not a copy.
+//! union elements are cut out, a state whose data is written anew replaces its old range, every
+//! remaining offset is shifted, and the header's state counts are patched. The result is a list of
+//! slices of the old stream (and the new bytes), not a copy.
 
 use super::delegate_location;
 use crate::codec::handles::{Offsets, OperatorHandle, StateMetaInfo};
@@ -16,6 +17,16 @@ pub struct HandleEdit {
     pub remove: HashSet<usize>,
     /// State position -> which of its elements to keep.
     pub keep: HashMap<usize, Vec<bool>>,
+    /// State position -> its data written anew (elements that share compressed frames).
+    pub replace: HashMap<usize, Replacement>,
+}
+
+/// New bytes for a state's data: `range` of the old stream is replaced by `bytes`, in which the
+/// state's elements start at `offsets`.
+pub struct Replacement {
+    pub range: (u64, u64),
+    pub bytes: Bytes,
+    pub offsets: Vec<u64>,
 }
 
 pub struct StreamEdit {
@@ -68,6 +79,7 @@ pub fn rewrite_stream(
     };
     // Byte ranges to cut, and the two i16 counts to patch.
     let mut cuts: Vec<(u64, u64)> = Vec::new();
+    let mut inserts: HashMap<u64, Bytes> = HashMap::new();
     let mut removed_per_state: HashMap<usize, i64> = HashMap::new();
     let (mut list_removed, mut broadcast_removed) = (0i16, 0i16);
     for (pos, s) in h.states.iter().enumerate() {
@@ -99,6 +111,10 @@ pub fn rewrite_stream(
                 }
             }
             removed_per_state.insert(pos, removed);
+        } else if let Some(r) = edit.replace.get(&pos) {
+            inserts.insert(r.range.0, r.bytes.clone());
+            cuts.push(r.range);
+            removed_per_state.insert(pos, (r.range.1 - r.range.0) as i64 - r.bytes.len() as i64);
         } else if let Some(keep) = edit.keep.get(&pos) {
             let mut removed = 0i64;
             for ((a, b), &k) in ranges_of(pos).into_iter().zip(keep) {
@@ -111,34 +127,44 @@ pub fn rewrite_stream(
         }
     }
     cuts.sort_unstable();
-    // Merge touching or duplicate ranges (equal offsets share one range).
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(cuts.len());
+    // Merge touching or duplicate ranges (equal offsets share one range); a replaced range stays
+    // on its own, with its new bytes.
+    let mut merged: Vec<(u64, u64, Option<Bytes>)> = Vec::with_capacity(cuts.len());
     for (a, b) in cuts {
+        let insert = inserts.remove(&a);
         match merged.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
+            Some(last) if a < last.1 && (insert.is_some() || last.2.is_some()) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{location}: overlapping edits at byte {a}"
+                )))
+            }
+            Some(last) if a <= last.1 && insert.is_none() && last.2.is_none() => {
+                last.1 = last.1.max(b)
+            }
+            _ => merged.push((a, b, insert)),
         }
     }
-    // removed_before[i] = bytes cut before merged[i].0
+    // removed_before[i] = bytes cut (less bytes inserted) before merged[i].0
     let mut removed_before = Vec::with_capacity(merged.len() + 1);
-    let mut acc = 0u64;
-    for &(a, b) in &merged {
+    let mut acc = 0i64;
+    for (a, b, insert) in &merged {
         removed_before.push(acc);
-        acc += b - a;
+        acc += (b - a) as i64 - insert.as_ref().map_or(0, |i| i.len() as i64);
     }
     let shift = |o: u64| -> u64 {
         // number of cuts starting at or before o
-        let i = merged.partition_point(|&(a, _)| a <= o);
+        let i = merged.partition_point(|&(a, _, _)| a <= o);
         if i == 0 {
             o
         } else {
-            let (a, b) = merged[i - 1];
+            let (a, b, ref insert) = merged[i - 1];
             let before = removed_before[i - 1];
-            if o < b {
-                a - before
+            let inserted = insert.as_ref().map_or(0, |i| i.len() as i64);
+            (if o < b {
+                a as i64 - before
             } else {
-                o - before - (b - a)
-            }
+                o as i64 - before - (b - a) as i64 + inserted
+            }) as u64
         }
     };
     let mut states = Vec::with_capacity(h.states.len());
@@ -146,15 +172,19 @@ pub fn rewrite_stream(
         if edit.remove.contains(&pos) {
             continue;
         }
-        let new: Vec<i64> = match edit.keep.get(&pos) {
-            Some(keep) => s
+        let new: Vec<i64> = match (edit.replace.get(&pos), edit.keep.get(&pos)) {
+            (Some(r), _) => {
+                let at = shift(r.range.0);
+                r.offsets.iter().map(|o| (at + o) as i64).collect()
+            }
+            (None, Some(keep)) => s
                 .offsets
                 .iter()
                 .zip(keep)
                 .filter(|(_, k)| **k)
                 .map(|(o, _)| shift(o as u64) as i64)
                 .collect(),
-            None => s.offsets.iter().map(|o| shift(o as u64) as i64).collect(),
+            (None, None) => s.offsets.iter().map(|o| shift(o as u64) as i64).collect(),
         };
         states.push(StateMetaInfo {
             name: s.name.clone(),
@@ -169,12 +199,13 @@ pub fn rewrite_stream(
         (header.list_count_at as u64, list_removed),
         (header.broadcast_count_at as u64, broadcast_removed),
     ];
-    for &(a, b) in &merged {
+    for (a, b, insert) in merged {
         opstate::push_patched(&mut pieces, &stream, at, a, &counts);
+        pieces.extend(insert);
         at = b;
     }
     opstate::push_patched(&mut pieces, &stream, at, stream.len() as u64, &counts);
-    let len = stream.len() as u64 - acc;
+    let len = (stream.len() as i64 - acc) as u64;
     Ok(StreamEdit {
         states,
         pieces,

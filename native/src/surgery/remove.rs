@@ -1,12 +1,13 @@
 //! remove-state, remove-operator and dedupe-union: select what goes, then rewrite the model and
 //! (when purging or de-duplicating) the streams of every handle that changes.
 
-use super::cut::{rewrite_stream, HandleEdit};
+use super::cut::{rewrite_stream, HandleEdit, Replacement};
 use super::{delegate_location, replace_stream, Change, Depth, NewStream, Selector};
 use crate::codec::handles::Mode;
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
 use crate::codec::opstate;
+use crate::codec::snappy;
 use crate::codec::StreamSource;
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -84,26 +85,50 @@ impl Removals {
                 .delegate
                 .as_ref()
                 .ok_or_else(|| Error::InvalidArgument(format!("state '{state}' has no stream")))?;
+            let location = delegate_location(delegate);
             let stream = cp.stream_bytes(delegate)?;
-            let header = opstate::parse_header(&stream, h)?;
-            let ranges = &opstate::stream_element_ranges(&header, h, stream.len() as u64)?[pos];
-            if header.compressed && ranges.iter().any(|&(a, b)| a >= b) {
-                return Err(Error::Unsupported {
-                    file: delegate_location(delegate),
-                    offset: ranges[0].0,
-                    what: format!(
-                        "de-duplicating state '{state}': its elements share one snappy stream and one \
-                         offset (Flink 1.18's compressed layout), so one element cannot be cut out; \
-                         remove the state, or restore the job with \
-                         execution.checkpointing.snapshot-compression: false and take a savepoint"
-                    ),
-                });
-            }
+            let header = opstate::parse_header(&stream, h).map_err(|e| e.in_file(&location))?;
             let seen = seen.entry(at.operator).or_default();
-            let keep: Vec<bool> = ranges
-                .iter()
-                .map(|&(a, b)| seen.insert(stream.slice(a as usize..b as usize)))
-                .collect();
+            let st = &h.states[pos];
+            if header.compressed && opstate::shares_offsets(&st.offsets) {
+                // Flink 1.18: the elements share frames and one offset. Decode them, keep the
+                // first copy of each, and write the kept ones anew, one frame run per element.
+                let fe = opstate::framed_elements(&stream, &header, st)
+                    .map_err(|e| e.in_file(&location))?;
+                let (mut bytes, mut offsets, mut keep) = (Vec::new(), Vec::new(), Vec::new());
+                for &(a, b) in &fe.elements {
+                    let element = &fe.bytes[a..b];
+                    let k = seen.insert(Bytes::copy_from_slice(element));
+                    if k {
+                        offsets.push(bytes.len() as u64);
+                        snappy::push_frames(&mut bytes, element);
+                    }
+                    keep.push(k);
+                }
+                edit.keep.insert(pos, keep);
+                edit.replace.insert(
+                    pos,
+                    Replacement {
+                        range: (fe.from, fe.to),
+                        bytes: Bytes::from(bytes),
+                        offsets,
+                    },
+                );
+                continue;
+            }
+            let ranges = &opstate::stream_element_ranges(&header, h, stream.len() as u64)?[pos];
+            let mut keep = Vec::with_capacity(ranges.len());
+            for &(a, b) in ranges {
+                // A compressed element is compared by what its frames hold.
+                let element = if header.compressed {
+                    let d = snappy::decode_until_identifier(&stream[..b as usize], a as usize)
+                        .map_err(|e| e.in_file(&location))?;
+                    Bytes::from(d.bytes)
+                } else {
+                    stream.slice(a as usize..b as usize)
+                };
+                keep.push(seen.insert(element));
+            }
             edit.keep.insert(pos, keep);
         }
         Ok(hit)

@@ -31,6 +31,21 @@ public class StaleStatesDoctorTest {
         assertEquals(List.of(), doctor("stale-union", "CONNECTOR_STATE"));
     }
 
+    /**
+     * The same incident in Flink 1.18's snappy-compressed layout (all elements of a state share one
+     * offset): the values come from the decoded frames, so the doctor finds the stale union too.
+     */
+    @Test
+    public void aStaleUnionInCompressedOperatorStateIsFoundToo() throws Exception {
+        java.nio.file.Path fixture = CheckpointSurgeonTest.FIXTURES.resolve("1.18.1").resolve("stale-union-compressed");
+        List<CheckpointSurgeon.Finding> stale = CheckpointSurgeon.doctor(fixture).stream()
+                .filter(f -> f.code().equals("STALE_UNION_STATE")).collect(Collectors.toList());
+        assertEquals(stale.toString(), 1, stale.size());
+        assertTrue(stale.get(0).message(), stale.get(0).message().contains("(12 elements per subtask, 4 distinct)"));
+        assertEquals(new CheckpointSurgeon.Remedy("remove-state", stale.get(0).fix().operatorId(),
+                "topic-partition-offset-states"), stale.get(0).fix());
+    }
+
     @Test
     public void aCataloguedStateThatIsNotStaleIsAWarning() throws Exception {
         List<CheckpointSurgeon.Finding> found = doctor("stale-union-restore-0", "CONNECTOR_STATE");

@@ -10,6 +10,7 @@ import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.fixtures.FixtureGenerator;
+import io.checkpointsurgeon.fixtures.Functions;
 import io.checkpointsurgeon.testing.FlinkConf;
 import io.checkpointsurgeon.testing.MiniClusterJob;
 import io.checkpointsurgeon.testing.TestFiles;
@@ -129,6 +130,93 @@ public class CompressedStatePurgeTest {
                     .flatMap(o -> o.stateTotals().stream()).filter(t -> t.name().equals("split-list"))
                     .mapToLong(InspectReport.StateTotal::elements).sum());
         }
+    }
+
+    /**
+     * De-duplicating the stale union in Flink 1.18's compressed layout, where every element of a
+     * state has the same offset: the fixture's 4 offsets, of the legacy Kafka consumer's type
+     * (Tuple2 of KafkaTopicPartition, Kryo, and Long), were restored twice at parallelism 3 (12
+     * elements per subtask, 36 in all). A real 1.18 restore with compression on, of the fixture and
+     * of the result, judges it: each subtask gets the 36 elements from the fixture and exactly one
+     * copy of each of the 4 values from the result, and the split list state "position" the same from both.
+     */
+    @Test
+    public void dedupedUnionInThe118LayoutRestoresOneCopyOfEachValue() throws Exception {
+        Path fixture = TestFiles.fixture("stale-union-compressed");
+        Assume.assumeTrue("stale union in Flink 1.18's compressed layout", Files.isRegularFile(fixture.resolve("_metadata")));
+        StaleConsumer.POSITION_BY_RUN.clear();
+        Path work = Files.createTempDirectory("cs-compressed-dedupe");
+        Path out = work.resolve("deduped");
+        SurgeryPlan plan = CheckpointSurgeon.apply(fixture,
+                Surgery.dedupeUnion(Surgery.OperatorSelector.uid("source_consumer"), Functions.OFFSETS_STATE), out);
+        assertTrue(plan.result().flinkValidation(), plan.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(32, plan.elementsRemoved());
+
+        List<List<String>> fromFixture = restoreConsumer(work.resolve("fixture-run"), fixture);
+        List<List<String>> fromResult = restoreConsumer(work.resolve("result-run"), out);
+        assertEquals(3, fromFixture.size());
+        for (int i = 0; i < 3; i++) {
+            List<String> all = fromFixture.get(i);
+            assertEquals("subtask of the fixture's restore: " + all, 36, all.size());
+            List<String> distinct = new ArrayList<>(new java.util.TreeSet<>(all));
+            assertEquals(4, distinct.size());
+            List<String> got = new ArrayList<>(fromResult.get(i));
+            Collections.sort(got);
+            assertEquals("a subtask restored from the de-duplicated checkpoint", distinct, got);
+        }
+        assertEquals("the split list state 'position'", new java.util.TreeSet<>(StaleConsumer.POSITION_BY_RUN.get(0)),
+                new java.util.TreeSet<>(StaleConsumer.POSITION_BY_RUN.get(1)));
+    }
+
+    /** Restores the stale-union job (v2's graph, v1's union state registered) and returns what each subtask's union state held. */
+    private static List<List<String>> restoreConsumer(Path work, Path checkpoint) throws Exception {
+        StaleConsumer.UNION.clear();
+        StaleConsumer.POSITION.clear();
+        Configuration conf = FlinkConf.checkpointing("hashmap", work.resolve("checkpoints").toUri().toString(),
+                work.resolve("savepoints").toUri().toString(), "200", 1);
+        FlinkConf.set(conf, "true", "execution.checkpointing.snapshot-compression");
+        FlinkConf.restoreFrom(conf, checkpoint.toUri().toString());
+        FlinkConf.noRestarts(conf);
+        MiniClusterJob.Result run = MiniClusterJob.of("compressed-dedupe-restore", conf, 3, env ->
+                io.checkpointsurgeon.fixtures.Shims.discard(FixtureGenerator.throttledSource(env, 2, "numbers")
+                        .rebalance().map(new StaleConsumer()).uid("source_consumer").name("source_consumer").setParallelism(3), "sink"))
+                .readyWhen(() -> StaleConsumer.UNION.size() == 3)
+                .checkpointsAfterReady(1)
+                .run();
+        assertNull("restore of " + checkpoint + ": " + run.failureText(), run.failure());
+        StaleConsumer.POSITION_BY_RUN.add(new ArrayList<>(StaleConsumer.POSITION));
+        return new ArrayList<>(StaleConsumer.UNION.values());
+    }
+
+    /** The consumer with the legacy union state registered: records what each subtask restored. */
+    static final class StaleConsumer implements MapFunction<Long, Long>, CheckpointedFunction {
+        static final Map<Integer, List<String>> UNION = new ConcurrentHashMap<>();
+        static final List<Long> POSITION = new CopyOnWriteArrayList<>();
+        static final List<List<Long>> POSITION_BY_RUN = new CopyOnWriteArrayList<>();
+
+        @Override
+        public Long map(Long value) {
+            return value;
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            ListState<org.apache.flink.api.java.tuple.Tuple2<Object, Long>> offsets = context.getOperatorStateStore()
+                    .getUnionListState(new ListStateDescriptor<>(Functions.OFFSETS_STATE, Functions.kafkaOffsetType()));
+            ListState<Long> position = context.getOperatorStateStore().getListState(
+                    new ListStateDescriptor<>("position", Types.LONG));
+            List<String> got = new ArrayList<>();
+            for (org.apache.flink.api.java.tuple.Tuple2<Object, Long> t : offsets.get()) {
+                got.add(t.f0 + "@" + t.f1);
+            }
+            for (Long p : position.get()) {
+                POSITION.add(p);
+            }
+            UNION.put(System.identityHashCode(this), got);
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) {}
     }
 
     /** Registers the fixture job's three states and records what each subtask restored. */

@@ -1,0 +1,283 @@
+//! Snappy's framing format, as xerial's `SnappyFramedOutputStream` writes Flink's compressed
+//! operator state (`SnappyStreamCompressionDecorator`, Flink 1.18+): each chunk is a type byte and
+//! a 24-bit little-endian length; data chunks hold the masked CRC-32C of their uncompressed bytes,
+//! then either a raw snappy block (type 0) or the bytes as they are (type 1), at most 64 KiB.
+//!
+//! Decoding is needed where a state's elements have no boundaries in the file (Flink 1.18 records
+//! one offset for all elements of a state); writing uses uncompressed chunks, which every reader of
+//! the format accepts (xerial itself writes them when a block does not compress well).
+
+use crate::error::{Error, Result};
+
+/// The largest uncompressed chunk the format allows.
+const MAX_CHUNK: usize = 65536;
+/// The most bytes one run of frames may decode to: snappy expands up to about 20 times, so a
+/// hostile stream must not make the tool allocate without bound.
+const MAX_DECODED: usize = 1 << 31;
+const IDENTIFIER: u8 = 0xFF;
+const COMPRESSED: u8 = 0x00;
+const UNCOMPRESSED: u8 = 0x01;
+
+/// The bytes a run of frames holds, and where each data frame starts in the file and in them.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub bytes: Vec<u8>,
+    /// Per data frame: (its offset in the file, the offset of its first byte in `bytes`).
+    pub frames: Vec<(u64, usize)>,
+    /// The offset in the file where decoding stopped: a stream identifier or the end.
+    pub end: u64,
+}
+
+/// Decodes the frames of `file[from..]` up to the next stream identifier (the next state's data in
+/// Flink 1.18's layout) or the end, checking each chunk's checksum.
+pub fn decode_until_identifier(file: &[u8], from: usize) -> Result<Decoded> {
+    let mut d = Decoded::default();
+    let mut p = from;
+    while p < file.len() {
+        let Some(h) = file.get(p..p + 4) else {
+            return Err(Error::format(
+                p as u64,
+                "a snappy chunk header (4 bytes)",
+                Some(format!("{} bytes before the end", file.len() - p)),
+            ));
+        };
+        let len = u32::from_le_bytes([h[1], h[2], h[3], 0]) as usize;
+        let body = file.get(p + 4..p + 4 + len).ok_or_else(|| {
+            Error::format(
+                p as u64,
+                format!("a snappy chunk of {len} bytes within the stream"),
+                Some(format!("{} bytes left", file.len() - p - 4)),
+            )
+        })?;
+        match h[0] {
+            IDENTIFIER => break,
+            COMPRESSED | UNCOMPRESSED => {
+                if d.bytes.len() > MAX_DECODED - MAX_CHUNK {
+                    return Err(Error::Unsupported {
+                        file: String::new(),
+                        offset: p as u64,
+                        what: format!(
+                            "compressed state data of more than {} GiB",
+                            MAX_DECODED >> 30
+                        ),
+                    });
+                }
+                if len < 4 {
+                    return Err(Error::format(
+                        p as u64,
+                        "a snappy data chunk with its 4-byte checksum",
+                        Some(format!("{len} bytes")),
+                    ));
+                }
+                let start = d.bytes.len();
+                d.frames.push((p as u64, start));
+                if h[0] == COMPRESSED {
+                    decompress(&body[4..], (p + 8) as u64, &mut d.bytes)?;
+                } else if len - 4 > MAX_CHUNK {
+                    return Err(Error::format(
+                        p as u64,
+                        format!("an uncompressed snappy chunk of at most {MAX_CHUNK} bytes"),
+                        Some(format!("{} bytes", len - 4)),
+                    ));
+                } else {
+                    d.bytes.extend_from_slice(&body[4..]);
+                }
+                let stored = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+                let actual = masked_crc32c(&d.bytes[start..]);
+                if stored != actual {
+                    return Err(Error::format(
+                        (p + 4) as u64,
+                        format!("the chunk's checksum {actual:#010x} (masked CRC-32C of its data)"),
+                        Some(format!("{stored:#010x}")),
+                    ));
+                }
+            }
+            0x02..=0x7F => {
+                return Err(Error::format(
+                    p as u64,
+                    "a snappy chunk type (0x00, 0x01, 0xFF or a skippable 0x80-0xFE)",
+                    Some(format!("reserved unskippable type {:#04x}", h[0])),
+                ))
+            }
+            _ => {} // padding and skippable chunks
+        }
+        p += 4 + len;
+    }
+    d.end = p as u64;
+    Ok(d)
+}
+
+/// Decompresses one raw snappy block (at `at` in the file) onto `out`.
+fn decompress(src: &[u8], at: u64, out: &mut Vec<u8>) -> Result<()> {
+    let bad = |p: usize, what: &str| Error::format(at + p as u64, what.to_string(), None);
+    let mut p = 0;
+    let mut n: usize = 0;
+    for shift in (0..35).step_by(7) {
+        let b = *src
+            .get(p)
+            .ok_or_else(|| bad(p, "the block's uncompressed length"))?;
+        p += 1;
+        n |= ((b & 0x7F) as usize) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+    }
+    if n > MAX_CHUNK {
+        return Err(Error::format(
+            at,
+            format!("a snappy block of at most {MAX_CHUNK} uncompressed bytes"),
+            Some(n.to_string()),
+        ));
+    }
+    let start = out.len();
+    let end = start + n;
+    let le = |p: usize, k: usize| -> Result<usize> {
+        let b = src
+            .get(p..p + k)
+            .ok_or_else(|| bad(p, "the rest of a snappy tag"))?;
+        Ok(b.iter().rev().fold(0, |v, &x| v << 8 | x as usize))
+    };
+    while p < src.len() {
+        let tag = src[p];
+        p += 1;
+        let (len, offset) = match tag & 3 {
+            0 => {
+                let mut len = (tag >> 2) as usize;
+                if len >= 60 {
+                    let k = len - 59;
+                    len = le(p, k)?;
+                    p += k;
+                }
+                len += 1;
+                let lit = src
+                    .get(p..p + len)
+                    .filter(|_| out.len() + len <= end)
+                    .ok_or_else(|| bad(p, "a literal within the block and its length"))?;
+                out.extend_from_slice(lit);
+                p += len;
+                continue;
+            }
+            1 => {
+                let o = ((tag as usize >> 5) << 8) | le(p, 1)?;
+                p += 1;
+                (4 + ((tag >> 2) & 7) as usize, o)
+            }
+            2 => {
+                let o = le(p, 2)?;
+                p += 2;
+                ((tag >> 2) as usize + 1, o)
+            }
+            _ => {
+                let o = le(p, 4)?;
+                p += 4;
+                ((tag >> 2) as usize + 1, o)
+            }
+        };
+        if offset == 0 || offset > out.len() - start || out.len() + len > end {
+            return Err(bad(
+                p,
+                "a copy from within the bytes decoded so far and within the block's length",
+            ));
+        }
+        for _ in 0..len {
+            out.push(out[out.len() - offset]);
+        }
+    }
+    if out.len() != end {
+        return Err(Error::format(
+            at,
+            format!("a snappy block of {n} uncompressed bytes"),
+            Some(format!("{} bytes", out.len() - start)),
+        ));
+    }
+    Ok(())
+}
+
+/// Appends `data` as uncompressed data chunks (none for no bytes).
+pub fn push_frames(out: &mut Vec<u8>, data: &[u8]) {
+    for chunk in data.chunks(MAX_CHUNK) {
+        out.push(UNCOMPRESSED);
+        out.extend_from_slice(&(chunk.len() as u32 + 4).to_le_bytes()[..3]);
+        out.extend_from_slice(&masked_crc32c(chunk).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+}
+
+const fn crc32c_table() -> [u32; 256] {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0x82F6_3B78
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+}
+
+static CRC32C: [u32; 256] = crc32c_table();
+
+/// The framing format's checksum: CRC-32C, rotated right by 15 and offset.
+fn masked_crc32c(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c = CRC32C[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
+    }
+    (!c).rotate_right(15).wrapping_add(0xA282_EAD8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_of_the_standard_check_string() {
+        // CRC-32C("123456789") = 0xE3069283 (RFC 3720 test vector), masked as the format does
+        let c = 0xE306_9283u32;
+        assert_eq!(
+            masked_crc32c(b"123456789"),
+            c.rotate_right(15).wrapping_add(0xA282_EAD8)
+        );
+    }
+
+    #[test]
+    fn written_frames_decode_to_the_same_bytes() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut out = Vec::new();
+        push_frames(&mut out, &data[..10]);
+        push_frames(&mut out, &data[10..]);
+        let d = decode_until_identifier(&out, 0).unwrap();
+        assert_eq!(d.bytes, data);
+        assert_eq!(d.frames.len(), 5); // 10 bytes, then 3 full chunks and a rest
+        assert_eq!(d.frames[1], (18, 10));
+        assert_eq!(d.end, out.len() as u64);
+        // a flipped bit fails the checksum, with the chunk's offset
+        let mut bad = out.clone();
+        bad[30] ^= 1;
+        let e = decode_until_identifier(&bad, 0).unwrap_err().to_string();
+        assert!(e.contains("at byte 22") && e.contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn raw_blocks_with_literals_and_overlapping_copies() {
+        // "abcabcabcabcX": literal "abc", copy len 9 offset 3 (1-byte offset form), literal "X"
+        let block = [13u8, 2 << 2, b'a', b'b', b'c', 1 | (5 << 2), 3, 0, b'X'];
+        let mut out = Vec::new();
+        decompress(&block, 0, &mut out).unwrap();
+        assert_eq!(out, b"abcabcabcabcX");
+        // a copy reaching before the block's start
+        let block = [4u8, 1, 1];
+        assert!(decompress(&block, 100, &mut Vec::new()).is_err());
+        // a length that the tags do not fill
+        let block = [5u8, 0, b'a'];
+        assert!(decompress(&block, 0, &mut Vec::new()).is_err());
+    }
+}
