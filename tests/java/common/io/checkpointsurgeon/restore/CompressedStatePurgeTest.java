@@ -137,8 +137,10 @@ public class CompressedStatePurgeTest {
      * state has the same offset: the fixture's 4 offsets, of the legacy Kafka consumer's type
      * (Tuple2 of KafkaTopicPartition, Kryo, and Long), were restored twice at parallelism 3 (12
      * elements per subtask, 36 in all). A real 1.18 restore with compression on, of the fixture and
-     * of the result, judges it: each subtask gets the 36 elements from the fixture and exactly one
-     * copy of each of the 4 values from the result, and the split list state "position" the same from both.
+     * of the result, and Flink 1.18's State Processor API judge it: each subtask gets the 36
+     * elements from the fixture and exactly one copy of each of the 4 values from the result, the
+     * State Processor API reads 36 and those 4, and the split list state "position" is the same
+     * from both.
      */
     @Test
     public void dedupedUnionInThe118LayoutRestoresOneCopyOfEachValue() throws Exception {
@@ -151,6 +153,22 @@ public class CompressedStatePurgeTest {
                 Surgery.dedupeUnion(Surgery.OperatorSelector.uid("source_consumer"), Functions.OFFSETS_STATE), out);
         assertTrue(plan.result().flinkValidation(), plan.result().flinkValidation().startsWith("loaded by Flink"));
         assertEquals(32, plan.elementsRemoved());
+
+        // Flink's State Processor API reads the union state once for the operator: the fixture's
+        // 36 elements, the result's 4 distinct ones; the split list state "position" alike.
+        List<String> readFixture = StateReads.splitAndUnion(fixture.toString(), "source_consumer", "position",
+                Functions.OFFSETS_STATE, Functions.kafkaOffsetType());
+        List<String> readResult = StateReads.splitAndUnion(out.toString(), "source_consumer", "position",
+                Functions.OFFSETS_STATE, Functions.kafkaOffsetType());
+        List<String> unionFixture = withPrefix(readFixture, "union:");
+        List<String> unionResult = withPrefix(readResult, "union:");
+        assertEquals(readFixture.toString(), 36, unionFixture.size());
+        assertEquals("the union state the State Processor API reads from the de-duplicated checkpoint",
+                new ArrayList<>(new java.util.TreeSet<>(unionFixture)), unionResult);
+        assertEquals(unionResult.toString(), 4, unionResult.size());
+        assertEquals("the split list state 'position' read by the State Processor API",
+                withPrefix(readFixture, "split:"), withPrefix(readResult, "split:"));
+        assertFalse(withPrefix(readFixture, "split:").isEmpty());
 
         List<List<String>> fromFixture = restoreConsumer(work.resolve("fixture-run"), fixture);
         List<List<String>> fromResult = restoreConsumer(work.resolve("result-run"), out);
@@ -166,6 +184,16 @@ public class CompressedStatePurgeTest {
         }
         assertEquals("the split list state 'position'", new java.util.TreeSet<>(StaleConsumer.POSITION_BY_RUN.get(0)),
                 new java.util.TreeSet<>(StaleConsumer.POSITION_BY_RUN.get(1)));
+    }
+
+    private static List<String> withPrefix(List<String> sortedLines, String prefix) {
+        List<String> out = new ArrayList<>();
+        for (String line : sortedLines) {
+            if (line.startsWith(prefix)) {
+                out.add(line);
+            }
+        }
+        return out;
     }
 
     /** Restores the stale-union job (v2's graph, v1's union state registered) and returns what each subtask's union state held. */

@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.restore;
 
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
@@ -63,6 +64,19 @@ final class StateReads {
         return sorted(ReaderShims.collect(split.union(union)));
     }
 
+    /**
+     * A split list state of Longs ({@code split:<value>}) and a union list state of Tuple2s
+     * ({@code union:<f0>@<f1>}, the legacy Kafka consumer's offsets) of one operator.
+     */
+    static List<String> splitAndUnion(String path, String uid, String splitState, String unionState,
+                                      TypeInformation<Tuple2<Object, Long>> unionType) throws Exception {
+        var reader = ReaderShims.load(path);
+        var split = ReaderShims.readListState(reader, uid, splitState, Types.LONG)
+                .map(new Prefix<>("split:"));
+        var union = ReaderShims.readUnionState(reader, uid, unionState, unionType).map(new PairText());
+        return sorted(ReaderShims.collect(split.union(union)));
+    }
+
     /** The configuration of the local job that reads: one slot, a random REST port. */
     static Configuration localConfiguration() {
         Configuration conf = new Configuration();
@@ -106,6 +120,13 @@ final class StateReads {
         @Override
         public String map(Tuple2<String, Long> e) {
             return "broadcast:" + e.f0 + "=" + e.f1;
+        }
+    }
+
+    static final class PairText implements MapFunction<Tuple2<Object, Long>, String> {
+        @Override
+        public String map(Tuple2<Object, Long> e) {
+            return "union:" + e.f0 + "@" + e.f1;
         }
     }
 }

@@ -34,9 +34,34 @@ final class ReaderShims {
         return reader.readListState(uid, name, type);
     }
 
+    /**
+     * Flink 1.17 to 1.19's {@code readUnionState(String uid, ...)} reads with the split list state's
+     * input format, which fails on a union state ("Incompatible state assignment modes"); their
+     * {@code readUnionState(OperatorIdentifier, ...)} reads it right. 1.15 and 1.16 have only the
+     * String form, which is right there.
+     */
+    @SuppressWarnings("unchecked")
     static <T> DataStream<T> readUnionState(SavepointReader reader, String uid, String name, TypeInformation<T> type)
             throws IOException {
-        return reader.readUnionState(uid, name, type);
+        Class<?> identifier;
+        try {
+            identifier = Class.forName("org.apache.flink.state.api.OperatorIdentifier");
+        } catch (ClassNotFoundException beforeFlink117) {
+            return reader.readUnionState(uid, name, type);
+        }
+        try {
+            Object id = identifier.getMethod("forUid", String.class).invoke(null, uid);
+            return (DataStream<T>) SavepointReader.class
+                    .getMethod("readUnionState", identifier, String.class, TypeInformation.class)
+                    .invoke(reader, id, name, type);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            if (e.getCause() instanceof IOException) {
+                throw (IOException) e.getCause();
+            }
+            throw new IllegalStateException(e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /**
