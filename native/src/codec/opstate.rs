@@ -580,7 +580,17 @@ pub fn framed_elements(
         )
     })?;
     let layout = Layout::of_entry(stream, entry)?;
-    let from = st.offsets.get(0) as usize;
+    let first = st.offsets.iter().next().unwrap_or(0);
+    let from = usize::try_from(first)
+        .ok()
+        .filter(|&o| o <= stream.len())
+        .ok_or_else(|| {
+            Error::format(
+                0,
+                format!("the offsets of state '{}' within the stream", st.name),
+                Some(first.to_string()),
+            )
+        })?;
     let decoded = snappy::decode_until_identifier(stream, from)?;
     let elements = elements::split(&layout, &decoded.bytes, st.offsets.len()).ok_or_else(|| {
         Error::format(
