@@ -276,6 +276,64 @@ fn compressed_streams_purge_and_dedupe_cut_whole_frames() {
 /// (the legacy Kafka consumer's `Tuple2<KafkaTopicPartition, Long>`, Kryo and long), keeps the first copy of each value and writes the kept ones as a
 /// frame run each, with an offset each. The other state's frames stay byte for byte, and a second
 /// dedupe finds nothing more to drop.
+/// The Kafka surgery's route through a compressed stream (taken apart state by state, put
+/// together again): Flink 1.19+'s layout gives back the same decoded elements, each in its own run
+/// of frames behind one stream identifier; Flink 1.18's layout (an identifier per state) is
+/// refused, naming it.
+#[test]
+fn compressed_streams_split_and_join_to_the_same_elements() {
+    let id = &opstate::SNAPPY_STREAM_IDENTIFIER[..];
+    let (mut joined_streams, mut refused) = (0, 0);
+    for dir in fixture_dirs("operator-state-compressed") {
+        let cp = Checkpoint::open(&dir).unwrap();
+        let decoded = values(&cp);
+        for (h, stream) in handles(&cp) {
+            let parts = opstate::split_stream(&stream, h);
+            if stream.windows(id.len()).filter(|w| *w == id).count() > 1 {
+                assert!(dir.to_string_lossy().contains("/1.18."));
+                let e = parts.unwrap_err().to_string();
+                assert!(e.contains("Flink 1.18's compressed"), "{e}");
+                refused += 1;
+                continue;
+            }
+            let parts = parts.unwrap();
+            assert!(parts.compressed);
+            let (pieces, len, map) = opstate::join_stream(&parts);
+            let joined = Bytes::from(pieces.concat());
+            assert_eq!(joined.len() as u64, len);
+            assert_eq!(joined.windows(id.len()).filter(|w| *w == id).count(), 1);
+            let h2 = OperatorHandle {
+                states: map,
+                file_merging: None,
+                delegate: None,
+            };
+            let header = opstate::parse_header(&joined, &h2).unwrap();
+            assert!(header.compressed && !header.stream_per_state);
+            let again = opstate::split_stream(&joined, &h2).unwrap();
+            assert_eq!(again.states.len(), parts.states.len());
+            for (a, b) in parts.states.iter().zip(&again.states) {
+                assert_eq!(
+                    (&a.name, &a.entry, &a.elements),
+                    (&b.name, &b.entry, &b.elements)
+                );
+                // what the test's own decoder reads from the fixture, element for element
+                let from_fixture: Vec<&Vec<Bytes>> = decoded
+                    .iter()
+                    .filter(|(k, _)| k.2 == a.name.to_string())
+                    .map(|(_, v)| v)
+                    .collect();
+                assert!(from_fixture.iter().any(|v| **v == a.elements));
+            }
+            joined_streams += 1;
+        }
+    }
+    assert!(
+        joined_streams >= 8,
+        "{joined_streams} compressed streams joined"
+    );
+    assert!(refused >= 2, "{refused} streams of the 1.18 layout refused");
+}
+
 #[test]
 fn dedupe_of_a_1_18_compressed_union_keeps_one_copy_of_each_value() {
     let id = &opstate::SNAPPY_STREAM_IDENTIFIER[..];

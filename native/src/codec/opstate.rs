@@ -62,6 +62,8 @@ pub struct StreamHeader {
     /// Each state's block of elements, when the offsets have the usual layout (see
     /// [`state_blocks`]); computed here because it costs the same pass as the smallest offset.
     pub blocks: Option<Blocks>,
+    /// Flink 1.18's compressed layout: a snappy stream identifier opens each state's data.
+    pub stream_per_state: bool,
 }
 
 /// Per state (in the handle's order) the byte range of its data, None for a state without any.
@@ -86,6 +88,7 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
             entries: Vec::new(),
             data_start: 0,
             blocks: None,
+            stream_per_state: false,
         });
     }
     let mut r = Reader::new(stream.clone());
@@ -164,14 +167,13 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
     }
     let data_start = walk.r.pos();
     walk.check_data_start(data_start)?;
-    let blocks = if compressed {
-        match identifier_segments(stream, data_start, &entries, handle)? {
-            Some(segments) => Some(segments),
-            None => blocks,
-        }
+    let segments = if compressed {
+        identifier_segments(stream, data_start, &entries, handle)?
     } else {
-        blocks
+        None
     };
+    let stream_per_state = segments.is_some();
+    let blocks = segments.or(blocks);
     Ok(StreamHeader {
         proxy_version,
         compressed,
@@ -180,6 +182,7 @@ pub fn parse_header(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamHea
         entries,
         data_start,
         blocks,
+        stream_per_state,
     })
 }
 
@@ -789,24 +792,29 @@ pub struct StatePart {
     pub elements: Vec<Bytes>,
 }
 
-/// An uncompressed operator-state stream taken apart.
+/// An operator-state stream taken apart.
 #[derive(Clone, Debug)]
 pub struct StreamParts {
     pub proxy_version: i32,
+    /// Snappy-compressed data in Flink 1.19+'s layout (the elements here are decoded).
+    pub compressed: bool,
     pub states: Vec<StatePart>,
 }
 
-/// Takes an uncompressed stream apart: each state of the handle's map with its header entry
-/// and its elements (slices of `stream`). Header entries the map does not list (left by a
-/// metadata-only removal) are dropped with their elements.
+/// Takes a stream apart: each state of the handle's map with its header entry and its elements
+/// (slices of `stream`; decoded from their snappy frames when compressed). Header entries the map
+/// does not list (left by a metadata-only removal) are dropped with their elements. Flink 1.18's
+/// compressed layout is refused: 1.18 reads a stream of several states only in the order of its
+/// name map (FLINK-34063), which a rebuilt stream cannot be trusted to keep.
 pub fn split_stream(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamParts> {
     let header = parse_header(stream, handle)?;
-    if header.compressed {
+    if header.stream_per_state || handle.states.iter().any(|s| shares_offsets(&s.offsets)) {
         return Err(Error::Unsupported {
             file: String::new(),
-            offset: 0,
-            what: "snappy-compressed operator state for this operation (restore the job with \
-                   execution.checkpointing.snapshot-compression: false and take a savepoint)"
+            offset: header.data_start as u64,
+            what: "Flink 1.18's compressed operator state layout for this operation (restore the \
+                   job with execution.checkpointing.snapshot-compression: false, or with Flink \
+                   1.19+, and take a savepoint)"
                 .into(),
         });
     }
@@ -820,31 +828,40 @@ pub fn split_stream(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamPar
                 None,
             )
         })?;
+        let elements = ranges
+            .iter()
+            .map(|&(a, b)| {
+                if !header.compressed {
+                    return Ok(stream.slice(a as usize..b as usize));
+                }
+                let d = snappy::decode_until_identifier(&stream[..b as usize], a as usize)?;
+                Ok(Bytes::from(d.bytes))
+            })
+            .collect::<Result<_>>()?;
         states.push(StatePart {
             name: s.name.clone(),
             mode: s.mode,
             kind: e.kind,
             entry: stream.slice(e.start..e.end),
-            elements: ranges
-                .iter()
-                .map(|&(a, b)| stream.slice(a as usize..b as usize))
-                .collect(),
+            elements,
         });
     }
     Ok(StreamParts {
         proxy_version: header.proxy_version,
+        compressed: header.compressed,
         states,
     })
 }
 
 /// Puts a stream together as `OperatorStateBackend` writes it: the proxy header with the list
-/// entries, then the broadcast entries, then each state's elements. Returns the pieces, their
-/// length and the handle's new map.
+/// entries, then the broadcast entries, then each state's elements (compressed: one snappy stream
+/// identifier, then each element as its own run of uncompressed frames, as Flink 1.19+ flushes
+/// each element). Returns the pieces, their length and the handle's new map.
 pub fn join_stream(parts: &StreamParts) -> (Vec<Bytes>, u64, Vec<StateMetaInfo>) {
     let mut head = Vec::new();
     head.extend_from_slice(&parts.proxy_version.to_be_bytes());
     if parts.proxy_version >= 6 {
-        head.push(0); // not compressed
+        head.push(parts.compressed as u8);
     }
     let mut pieces = Vec::new();
     for kind in [EntryKind::List, EntryKind::Broadcast] {
@@ -853,14 +870,24 @@ pub fn join_stream(parts: &StreamParts) -> (Vec<Bytes>, u64, Vec<StateMetaInfo>)
         pieces.push(Bytes::from(std::mem::take(&mut head)));
         pieces.extend(of_kind.iter().map(|s| s.entry.clone()));
     }
+    if parts.compressed {
+        pieces.push(Bytes::from_static(&SNAPPY_STREAM_IDENTIFIER));
+    }
     let mut len: u64 = pieces.iter().map(|p| p.len() as u64).sum();
     let mut map = Vec::with_capacity(parts.states.len());
     for s in &parts.states {
         let mut offsets = Vec::with_capacity(s.elements.len());
         for e in &s.elements {
             offsets.push(len as i64);
+            let e = if parts.compressed {
+                let mut framed = Vec::with_capacity(e.len() + 8);
+                snappy::push_frames(&mut framed, e);
+                Bytes::from(framed)
+            } else {
+                e.clone()
+            };
             len += e.len() as u64;
-            pieces.push(e.clone());
+            pieces.push(e);
         }
         map.push(StateMetaInfo {
             name: s.name.clone(),

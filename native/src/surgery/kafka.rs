@@ -10,7 +10,8 @@
 //!
 //! The streams of the handles it touches are rebuilt state by state
 //! ([`opstate::split_stream`], [`opstate::join_stream`]); other states' elements pass through as
-//! slices. Compressed operator state is refused.
+//! slices, decoded from their snappy frames when compressed (Flink 1.19+'s layout; 1.18's is
+//! refused, see [`opstate::split_stream`]).
 
 use super::{delegate_location, replace_stream, Change, NewStream, Selector};
 use crate::codec::handles::{Mode, OperatorHandle, StreamHandle};
@@ -378,11 +379,16 @@ impl OperatorSurgery<'_> {
                 op.max_parallelism
             )));
         }
-        let (template_delegate, proxy_version) = subtasks
+        let (template_delegate, proxy_version, compressed) = subtasks
             .values()
             .find_map(|(_, t)| {
-                t.as_ref()
-                    .map(|t| (t.delegate.clone(), t.parts.proxy_version))
+                t.as_ref().map(|t| {
+                    (
+                        t.delegate.clone(),
+                        t.parts.proxy_version,
+                        t.parts.compressed,
+                    )
+                })
             })
             .expect("the legacy state is in a stream");
         let mut blank = subtasks.values().next().expect("a subtask").0.clone();
@@ -406,6 +412,7 @@ impl OperatorSurgery<'_> {
                 None => (
                     StreamParts {
                         proxy_version,
+                        compressed,
                         states: Vec::new(),
                     },
                     template_delegate.clone(),

@@ -77,6 +77,7 @@ public final class KafkaBroker implements AutoCloseable {
 
         byte[] id = new byte[16];
         new SecureRandom().nextBytes(id);
+        id[0] &= 0x7F; // the first Base64 character is then a letter: an id starting with '-' reads as an option
         String clusterId = Base64.getUrlEncoder().withoutPadding().encodeToString(id);
         Path logFile = dir.resolve("broker.log");
         Process format = java(cp, logFile, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", props.toString());

@@ -11,7 +11,10 @@ import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.state.OperatorBackendSerializationProxy;
 import org.apache.flink.runtime.state.OperatorStateHandle;
+import org.apache.flink.runtime.state.SnappyStreamCompressionDecorator;
+import org.apache.flink.runtime.state.StreamCompressionDecorator;
 import org.apache.flink.runtime.state.memory.ByteStreamStateHandle;
 
 import java.io.BufferedInputStream;
@@ -60,7 +63,8 @@ public final class KafkaState {
                     if (info == null) continue;
                     List<KafkaPartitionSplit> splits = out.computeIfAbsent(op.getOperatorID().toString(), x -> new TreeMap<>())
                             .computeIfAbsent(st.getKey(), x -> new ArrayList<>());
-                    try (FSDataInputStream in = h.openInputStream()) {
+                    try (FSDataInputStream raw = h.openInputStream()) {
+                        FSDataInputStream in = readerOf(raw);
                         DataInputViewStreamWrapper view = new DataInputViewStreamWrapper(in);
                         for (long off : info.getOffsets()) {
                             in.seek(off);
@@ -77,6 +81,31 @@ public final class KafkaState {
             }
         }
         return out;
+    }
+
+    /**
+     * The stream's elements as Flink's restore reads them ({@code OperatorStateRestoreOperation}):
+     * after the header, through the snappy decorator when the header says the data is compressed
+     * ({@code isUsingStateCompression}, Flink 1.18+, package-private). It and
+     * {@code CompressibleFSDataInputStream} are found by reflection: Flink 1.15 has neither.
+     */
+    private static FSDataInputStream readerOf(FSDataInputStream raw) throws Exception {
+        OperatorBackendSerializationProxy proxy = new OperatorBackendSerializationProxy(KafkaState.class.getClassLoader());
+        proxy.read(new DataInputViewStreamWrapper(raw));
+        boolean compressed;
+        try {
+            java.lang.reflect.Method flag = OperatorBackendSerializationProxy.class.getDeclaredMethod("isUsingStateCompression");
+            flag.setAccessible(true); // package-private
+            compressed = (Boolean) flag.invoke(proxy);
+        } catch (NoSuchMethodException beforeFlink118) {
+            compressed = false;
+        }
+        if (!compressed) {
+            return raw;
+        }
+        return (FSDataInputStream) Class.forName("org.apache.flink.runtime.state.CompressibleFSDataInputStream")
+                .getConstructor(FSDataInputStream.class, StreamCompressionDecorator.class)
+                .newInstance(raw, SnappyStreamCompressionDecorator.INSTANCE);
     }
 
     /** "topic-partition" to the split's starting offset, over every reader; a split held twice is an error. */
