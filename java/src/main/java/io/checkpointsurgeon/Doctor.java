@@ -198,7 +198,8 @@ final class Doctor {
                 if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
                 out.add(new CheckpointSurgeon.Finding("WARNING", "CONNECTOR_STATE", String.format(Locale.ROOT,
                         "operator %s holds %s state '%s' (%,d elements, %s) of %s",
-                        op.id(), e.mode, t.name(), t.elements(), InspectReport.formatBytes(t.bytes()),
+                        op.id(), e.mode, t.name(), t.elements(),
+                        t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
                         StaleStates.explain(e)),
                         e == StaleStates.KAFKA ? new CheckpointSurgeon.Remedy("kafka migrate-legacy", op.id(), null)
                                 : CheckpointSurgeon.Remedy.inspect(false),
