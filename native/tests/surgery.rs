@@ -7,7 +7,6 @@ use checkpoint_surgeon::codec::handles::OperatorHandle;
 use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::codec::kafka;
 use checkpoint_surgeon::codec::opstate;
-use checkpoint_surgeon::codec::snappy;
 use checkpoint_surgeon::codec::uid::operator_id_for_uid;
 use checkpoint_surgeon::commit;
 use checkpoint_surgeon::commit::read::Checkpoint;
@@ -58,11 +57,7 @@ fn values(cp: &Checkpoint) -> HashMap<(String, i32, String), Vec<Bytes>> {
                 let ranges =
                     opstate::stream_element_ranges(&header, h, stream.len() as u64).unwrap();
                 for (s, r) in h.states.iter().zip(ranges) {
-                    let els = if !header.compressed {
-                        r.iter()
-                            .map(|&(a, b)| stream.slice(a as usize..b as usize))
-                            .collect()
-                    } else if opstate::shares_offsets(&s.offsets) {
+                    let els = if header.compressed && opstate::shares_offsets(&s.offsets) {
                         let fe = opstate::framed_elements(&stream, &header, s).unwrap();
                         fe.elements
                             .iter()
@@ -70,13 +65,8 @@ fn values(cp: &Checkpoint) -> HashMap<(String, i32, String), Vec<Bytes>> {
                             .collect()
                     } else {
                         r.iter()
-                            .map(|&(a, b)| {
-                                let d = snappy::decode_until_identifier(
-                                    &stream[..b as usize],
-                                    a as usize,
-                                )
-                                .unwrap();
-                                Bytes::from(d.bytes)
+                            .map(|&r| {
+                                opstate::element_bytes(&stream, header.compressed, r).unwrap()
                             })
                             .collect()
                     };

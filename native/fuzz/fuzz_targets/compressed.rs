@@ -5,15 +5,16 @@
 #![no_main]
 use arbitrary::Arbitrary;
 use bytes::Bytes;
-use checkpoint_surgeon::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
-use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::codec::{opstate, snappy};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "handle.rs"]
+mod handle;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
     from: u16,
-    states: Vec<(String, Vec<u16>)>,
+    states: Vec<(String, u8, Vec<u16>)>,
     stream: Vec<u8>,
 }
 
@@ -31,21 +32,7 @@ fuzz_target!(|input: Input| {
         assert_eq!(back.end as usize, again.len());
     }
 
-    let states = input
-        .states
-        .iter()
-        .take(8)
-        .map(|(name, offs)| StateMetaInfo {
-            name: JStr::new(name),
-            mode: Mode::Union,
-            offsets: Offsets::from_slice(&offs.iter().map(|&o| o as i64).collect::<Vec<_>>()),
-        })
-        .collect();
-    let h = OperatorHandle {
-        states,
-        file_merging: None,
-        delegate: None,
-    };
+    let h = handle::handle(&input.states);
     let stream = Bytes::from(input.stream);
     if let Ok(header) = opstate::parse_header(&stream, &h) {
         for st in &h.states {

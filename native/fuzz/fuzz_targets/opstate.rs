@@ -3,10 +3,11 @@
 #![no_main]
 use arbitrary::Arbitrary;
 use bytes::Bytes;
-use checkpoint_surgeon::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
-use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::codec::opstate;
 use libfuzzer_sys::fuzz_target;
+
+#[path = "handle.rs"]
+mod handle;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -15,21 +16,7 @@ struct Input {
 }
 
 fuzz_target!(|input: Input| {
-    let states = input
-        .states
-        .iter()
-        .take(8)
-        .map(|(name, mode, offs)| StateMetaInfo {
-            name: JStr::new(name),
-            mode: Mode::from_ordinal(mode % 3).unwrap_or(Mode::SplitDistribute),
-            offsets: Offsets::from_slice(&offs.iter().map(|&o| o as i64).collect::<Vec<_>>()),
-        })
-        .collect();
-    let h = OperatorHandle {
-        states,
-        file_merging: None,
-        delegate: None,
-    };
+    let h = handle::handle(&input.states);
     let stream = Bytes::from(input.stream);
     if let Ok(header) = opstate::parse_header(&stream, &h) {
         assert!(header.data_start <= stream.len());

@@ -830,13 +830,7 @@ pub fn split_stream(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamPar
         })?;
         let elements = ranges
             .iter()
-            .map(|&(a, b)| {
-                if !header.compressed {
-                    return Ok(stream.slice(a as usize..b as usize));
-                }
-                let d = snappy::decode_until_identifier(&stream[..b as usize], a as usize)?;
-                Ok(Bytes::from(d.bytes))
-            })
+            .map(|&r| element_bytes(stream, header.compressed, r))
             .collect::<Result<_>>()?;
         states.push(StatePart {
             name: s.name.clone(),
@@ -851,6 +845,17 @@ pub fn split_stream(stream: &Bytes, handle: &OperatorHandle) -> Result<StreamPar
         compressed: header.compressed,
         states,
     })
+}
+
+/// The bytes of the element at `[a, b)` of a stream: a slice of it, or, when `compressed`, what
+/// its snappy frames hold (they end at `b`, or at the next state's stream identifier in Flink
+/// 1.18's layout).
+pub fn element_bytes(stream: &Bytes, compressed: bool, (a, b): (u64, u64)) -> Result<Bytes> {
+    if !compressed {
+        return Ok(stream.slice(a as usize..b as usize));
+    }
+    let d = snappy::decode_until_identifier(&stream[..b as usize], a as usize)?;
+    Ok(Bytes::from(d.bytes))
 }
 
 /// Puts a stream together as `OperatorStateBackend` writes it: the proxy header with the list

@@ -120,13 +120,8 @@ impl Removals {
             let mut keep = Vec::with_capacity(ranges.len());
             for &(a, b) in ranges {
                 // A compressed element is compared by what its frames hold.
-                let element = if header.compressed {
-                    let d = snappy::decode_until_identifier(&stream[..b as usize], a as usize)
-                        .map_err(|e| e.in_file(&location))?;
-                    Bytes::from(d.bytes)
-                } else {
-                    stream.slice(a as usize..b as usize)
-                };
+                let element = opstate::element_bytes(&stream, header.compressed, (a, b))
+                    .map_err(|e| e.in_file(&location))?;
                 keep.push(seen.insert(element));
             }
             edit.keep.insert(pos, keep);

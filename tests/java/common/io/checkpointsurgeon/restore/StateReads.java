@@ -56,12 +56,7 @@ final class StateReads {
      * ({@code union:<value>}) of one operator.
      */
     static List<String> splitAndUnion(String path, String uid, String splitState, String unionState) throws Exception {
-        var reader = ReaderShims.load(path);
-        var split = ReaderShims.readListState(reader, uid, splitState, Types.LONG)
-                .map(new Prefix<>("split:"));
-        var union = ReaderShims.readUnionState(reader, uid, unionState, Types.STRING)
-                .map(new Prefix<>("union:"));
-        return sorted(ReaderShims.collect(split.union(union)));
+        return splitAndUnion(path, uid, splitState, unionState, Types.STRING, new Prefix<>("union:"));
     }
 
     /**
@@ -70,10 +65,16 @@ final class StateReads {
      */
     static List<String> splitAndUnion(String path, String uid, String splitState, String unionState,
                                       TypeInformation<Tuple2<Object, Long>> unionType) throws Exception {
+        return splitAndUnion(path, uid, splitState, unionState, unionType, new PairText());
+    }
+
+    private static <U> List<String> splitAndUnion(String path, String uid, String splitState, String unionState,
+                                                  TypeInformation<U> unionType, MapFunction<U, String> unionText)
+            throws Exception {
         var reader = ReaderShims.load(path);
         var split = ReaderShims.readListState(reader, uid, splitState, Types.LONG)
                 .map(new Prefix<>("split:"));
-        var union = ReaderShims.readUnionState(reader, uid, unionState, unionType).map(new PairText());
+        var union = ReaderShims.readUnionState(reader, uid, unionState, unionType).map(unionText);
         return sorted(ReaderShims.collect(split.union(union)));
     }
 
