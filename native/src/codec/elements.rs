@@ -46,32 +46,14 @@ pub enum Layout {
 impl Layout {
     /// The element layout of a list state's entry, or an Unsupported error naming its serializer.
     pub fn of_entry(stream: &Bytes, entry: &MetaInfoEntry) -> Result<Layout> {
-        let s = entry
-            .serializers
-            .iter()
-            .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
-            .ok_or_else(|| {
-                Error::format(
-                    entry.start as u64,
-                    format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
-                    None,
-                )
-            })?;
-        let mut r = Reader::new(stream.slice(..s.body.1));
-        r.seek(s.body.0)?;
-        let layout = snapshot(&mut r, &s.class_name.to_string_lossy())
-            .map_err(|e| unsupported(e, s, &entry.name.to_string_lossy()))?;
-        if r.remaining() != 0 {
-            return Err(Error::format(
-                r.pos() as u64,
-                format!(
-                    "the end of the serializer snapshot of state '{}'",
-                    entry.name
-                ),
-                Some(format!("{} more bytes", r.remaining())),
-            ));
-        }
-        Ok(layout)
+        let (t, s) = ElementType::read_entry(stream, entry)?;
+        t.layout().ok_or_else(|| {
+            unsupported(
+                NotKnown(t.why_no_layout()),
+                s,
+                &entry.name.to_string_lossy(),
+            )
+        })
     }
 
     /// Where the element that starts at `at` ends; None when `data` cannot hold it.
@@ -153,28 +135,167 @@ fn varint7(data: &[u8], at: usize, max: usize) -> Option<(u64, usize)> {
     None
 }
 
-/// The basic types' snapshots (`SimpleTypeSerializerSnapshot`: no body), after [`BASE`].
-const SIMPLE: [(&str, Layout); 10] = [
-    ("LongSerializer$LongSerializerSnapshot", Layout::Fixed(8)),
+/// The basic types' snapshots (`SimpleTypeSerializerSnapshot`: no body), after [`BASE`], with
+/// the Java type and the layout.
+const SIMPLE: [(&str, &str, Layout); 10] = [
     (
-        "DoubleSerializer$DoubleSerializerSnapshot",
+        "LongSerializer$LongSerializerSnapshot",
+        "Long",
         Layout::Fixed(8),
     ),
-    ("IntSerializer$IntSerializerSnapshot", Layout::Fixed(4)),
-    ("FloatSerializer$FloatSerializerSnapshot", Layout::Fixed(4)),
-    ("ShortSerializer$ShortSerializerSnapshot", Layout::Fixed(2)),
-    ("CharSerializer$CharSerializerSnapshot", Layout::Fixed(2)),
-    ("ByteSerializer$ByteSerializerSnapshot", Layout::Fixed(1)),
     (
-        "BooleanSerializer$BooleanSerializerSnapshot",
+        "DoubleSerializer$DoubleSerializerSnapshot",
+        "Double",
+        Layout::Fixed(8),
+    ),
+    (
+        "IntSerializer$IntSerializerSnapshot",
+        "Integer",
+        Layout::Fixed(4),
+    ),
+    (
+        "FloatSerializer$FloatSerializerSnapshot",
+        "Float",
+        Layout::Fixed(4),
+    ),
+    (
+        "ShortSerializer$ShortSerializerSnapshot",
+        "Short",
+        Layout::Fixed(2),
+    ),
+    (
+        "CharSerializer$CharSerializerSnapshot",
+        "Character",
+        Layout::Fixed(2),
+    ),
+    (
+        "ByteSerializer$ByteSerializerSnapshot",
+        "Byte",
         Layout::Fixed(1),
     ),
-    ("StringSerializer$StringSerializerSnapshot", Layout::String),
+    (
+        "BooleanSerializer$BooleanSerializerSnapshot",
+        "Boolean",
+        Layout::Fixed(1),
+    ),
+    (
+        "StringSerializer$StringSerializerSnapshot",
+        "String",
+        Layout::String,
+    ),
     (
         "array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot",
+        "byte[]",
         Layout::ByteArray,
     ),
 ];
+
+/// What a list state's elements are, as the state's VALUE_SERIALIZER snapshot names them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElementType {
+    /// One of Flink's basic types: its Java name and layout.
+    Basic(&'static str, Layout),
+    /// A class that `KryoSerializer` writes; its name is the first thing in the snapshot body.
+    Kryo(String),
+    /// `TupleSerializer`: the fields' types.
+    Tuple(Vec<ElementType>),
+    /// A serializer whose snapshot the tool does not read: the snapshot class.
+    Other(String),
+}
+
+impl std::fmt::Display for ElementType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ElementType::Basic(name, _) => f.write_str(name),
+            ElementType::Kryo(class) => write!(f, "{class} (Kryo)"),
+            ElementType::Tuple(fields) => {
+                write!(f, "Tuple{}<", fields.len())?;
+                for (i, t) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str(">")
+            }
+            ElementType::Other(class) => f.write_str(class),
+        }
+    }
+}
+
+impl ElementType {
+    /// The element type of a list state's entry, and the snapshot it was read from. A snapshot
+    /// the tool cannot read is [`ElementType::Other`]; only a missing VALUE_SERIALIZER is an error.
+    pub fn read_entry<'e>(
+        stream: &Bytes,
+        entry: &'e MetaInfoEntry,
+    ) -> Result<(ElementType, &'e SerializerSnapshot)> {
+        let s = entry
+            .serializers
+            .iter()
+            .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
+            .ok_or_else(|| {
+                Error::format(
+                    entry.start as u64,
+                    format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
+                    None,
+                )
+            })?;
+        let class = s.class_name.to_string_lossy();
+        let mut r = Reader::new(stream.slice(..s.body.1));
+        r.seek(s.body.0)?;
+        let t = match snapshot(&mut r, &class, 0) {
+            Ok(t) if r.remaining() == 0 || matches!(t, ElementType::Other(_)) => t,
+            _ => ElementType::Other(class),
+        };
+        Ok((t, s))
+    }
+
+    /// The byte layout of one element, when the tool knows it.
+    pub fn layout(&self) -> Option<Layout> {
+        match self {
+            ElementType::Basic(_, l) => Some(l.clone()),
+            ElementType::Kryo(class) if class == KAFKA_TOPIC_PARTITION => {
+                Some(Layout::KafkaTopicPartition)
+            }
+            ElementType::Tuple(fields) => fields
+                .iter()
+                .map(ElementType::layout)
+                .collect::<Option<Vec<_>>>()
+                .map(Layout::Tuple),
+            ElementType::Kryo(_) | ElementType::Other(_) => None,
+        }
+    }
+
+    /// Why [`ElementType::layout`] is None.
+    fn why_no_layout(&self) -> String {
+        match self {
+            ElementType::Kryo(class) => format!("the Kryo-serialized class {class}"),
+            ElementType::Tuple(fields) => fields
+                .iter()
+                .find(|f| f.layout().is_none())
+                .map_or_else(String::new, ElementType::why_no_layout),
+            _ => format!("no known layout for {self}"),
+        }
+    }
+
+    /// Whether these are the legacy `FlinkKafkaConsumer`'s offsets: `Tuple2<KafkaTopicPartition,
+    /// Long>` with the partition written by Kryo (`FlinkKafkaConsumerBase.createStateSerializer`).
+    pub fn is_kafka_legacy(&self) -> bool {
+        matches!(self, ElementType::Tuple(f) if f.len() == 2
+            && f[0] == ElementType::Kryo(KAFKA_TOPIC_PARTITION.into())
+            && matches!(f[1], ElementType::Basic("Long", _)))
+    }
+}
+
+/// The legacy `FlinkKafkaConsumer` offsets' element type, as [`ElementType`] displays it.
+pub fn kafka_legacy_type() -> String {
+    ElementType::Tuple(vec![
+        ElementType::Kryo(KAFKA_TOPIC_PARTITION.into()),
+        ElementType::Basic("Long", Layout::Fixed(8)),
+    ])
+    .to_string()
+}
 
 /// Why a snapshot has no known layout (the class, or what in its body was not as expected).
 struct NotKnown(String);
@@ -191,19 +312,34 @@ fn unsupported(e: NotKnown, s: &SerializerSnapshot, state: &str) -> Error {
     }
 }
 
-/// The layout of one serializer snapshot whose class name and version were read; `r` stands at
-/// its body and is left after it.
-fn snapshot(r: &mut Reader, class: &str) -> std::result::Result<Layout, NotKnown> {
+/// The type of one serializer snapshot whose class name and version were read; `r` stands at its
+/// body and is left after it. `after`: how many nested snapshots follow it in `r` (a body the
+/// tool cannot walk ends where those, which must be basic types', begin).
+fn snapshot(
+    r: &mut Reader,
+    class: &str,
+    after: usize,
+) -> std::result::Result<ElementType, NotKnown> {
     if let Some(simple) = class.strip_prefix(BASE) {
         // SimpleTypeSerializerSnapshot: no body
         return SIMPLE
             .iter()
-            .find(|(name, _)| *name == simple)
-            .map(|(_, layout)| layout.clone())
+            .find(|(name, _, _)| *name == simple)
+            .map(|(_, java, layout)| ElementType::Basic(java, layout.clone()))
             .ok_or_else(|| NotKnown(format!("no known layout for {class}")));
     }
+    if class == KRYO_SNAPSHOT {
+        // its body starts with the type's class name; registrations and default serializers follow
+        let kryo = r
+            .utf("")
+            .map_err(|_| NotKnown("a KryoSerializerSnapshot body with its type class".into()))?
+            .to_string_lossy();
+        skip_to_basic_tail(r, after)?;
+        return Ok(ElementType::Kryo(kryo));
+    }
     if class != TUPLE_SNAPSHOT {
-        return Err(NotKnown(format!("no known layout for {class}")));
+        skip_to_basic_tail(r, after)?;
+        return Ok(ElementType::Other(class.to_string()));
     }
     // CompositeTypeSerializerSnapshot: magic, outer version, the tuple class, then the nested
     // serializers' snapshots (magic, version 1, count, each: class name, version, body).
@@ -225,35 +361,26 @@ fn snapshot(r: &mut Reader, class: &str) -> std::result::Result<Layout, NotKnown
     for i in 0..arity {
         let class = r.utf("").map_err(|_| bad("a nested snapshot class"))?;
         r.i32("").map_err(|_| bad("a nested snapshot version"))?;
-        let class = class.to_string_lossy();
-        if class == KRYO_SNAPSHOT {
-            fields.push(kryo_snapshot(r, arity - i - 1)?);
-        } else {
-            fields.push(snapshot(r, &class)?);
-        }
+        fields.push(snapshot(
+            r,
+            &class.to_string_lossy(),
+            after + arity - i - 1,
+        )?);
     }
-    Ok(Layout::Tuple(fields))
+    Ok(ElementType::Tuple(fields))
 }
 
-/// The layout of a nested `KryoSerializerSnapshot` (its body starts with the type's class name;
-/// registrations and default serializers follow, unframed). Its end is found from the end of the
-/// state's snapshot (`r`'s end): the `after` nested snapshots that follow it must be basic types'
-/// (no body), found backwards from there. In a tuple nested in another, what follows would not
-/// parse, and the state is refused.
-fn kryo_snapshot(r: &mut Reader, after: usize) -> std::result::Result<Layout, NotKnown> {
-    let class = r
-        .utf("")
-        .map_err(|_| NotKnown("a KryoSerializerSnapshot body with its type class".into()))?
-        .to_string_lossy();
-    if class != KAFKA_TOPIC_PARTITION {
-        return Err(NotKnown(format!("the Kryo-serialized class {class}")));
-    }
+/// Moves `r` past a snapshot body it cannot walk: to the end of the state's snapshot (`r`'s end),
+/// less the `after` nested snapshots that follow, which must be basic types' (no body), found
+/// backwards from there. In a tuple nested in another, what follows would not parse, and the
+/// state is refused.
+fn skip_to_basic_tail(r: &mut Reader, after: usize) -> std::result::Result<(), NotKnown> {
     let buf = r.slice(0, r.len());
     let mut end = buf.len();
     for _ in 0..after {
         end = SIMPLE
             .iter()
-            .find_map(|(name, _)| {
+            .find_map(|(name, _, _)| {
                 let name = format!("{BASE}{name}");
                 let n = name.len();
                 let at = end.checked_sub(n + 6)?;
@@ -262,15 +389,14 @@ fn kryo_snapshot(r: &mut Reader, after: usize) -> std::result::Result<Layout, No
                 .then_some(at)
             })
             .ok_or_else(|| {
-                NotKnown("a basic type's snapshot after the KafkaTopicPartition snapshot".into())
+                NotKnown("a basic type's snapshot after a snapshot the tool cannot read".into())
             })?;
     }
     if end < r.pos() {
-        return Err(NotKnown("a KryoSerializerSnapshot body".into()));
+        return Err(NotKnown("a serializer snapshot body".into()));
     }
     r.seek(end)
-        .map_err(|_| NotKnown("a KryoSerializerSnapshot body".into()))?;
-    Ok(Layout::KafkaTopicPartition)
+        .map_err(|_| NotKnown("a serializer snapshot body".into()))
 }
 
 /// Splits `data` into `count` elements of `layout`; None unless they fill it exactly.

@@ -1,9 +1,11 @@
 //! What a checkpoint holds and how big it is: the inspection report (`wire` carries it to
 //! `InspectReport`).
 
+use crate::codec::elements::ElementType;
 use crate::codec::handles::{KeyedHandle, Offsets, OperatorHandle, StreamHandle};
-use crate::codec::kafka::{self, KafkaOffset};
+use crate::codec::kafka::{self, Decoder, KafkaOffset};
 use crate::codec::metadata::Subtasks;
+use crate::codec::opstate::EntryKind;
 use crate::codec::StreamSource;
 use crate::codec::{opstate, snappy};
 use crate::Result;
@@ -88,6 +90,9 @@ pub struct StateReport {
     /// Bytes of the state's elements in the stream; -1 when the stream was not read.
     pub bytes: i64,
     pub serializer: String,
+    /// The element type its VALUE_SERIALIZER snapshot names (`Tuple2<String, Long>`); empty when
+    /// the stream was not read.
+    pub element_type: String,
     /// Distinct element values in this handle (-1 when the stream was not read).
     pub distinct: i64,
     /// An order-independent digest of the element values: equal multisets give equal digests.
@@ -211,13 +216,13 @@ struct ElementValues {
 }
 
 impl ElementValues {
-    fn of(state: &str, stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> ElementValues {
+    fn of(kafka: Option<Decoder>, stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> ElementValues {
         let (distinct, digest) = element_digest(stream, ranges);
         ElementValues {
             bytes: ranges.iter().map(|(a, b)| (b - a) as i64).sum(),
             distinct,
             digest,
-            kafka: kafka_offsets(state, stream, ranges),
+            kafka: kafka.map_or_else(Vec::new, |d| kafka_offsets(d, stream, ranges)),
         }
     }
 }
@@ -229,8 +234,12 @@ impl ElementValues {
 /// hashed, sorted and decoded again.
 #[derive(Default)]
 struct Seen {
-    by_shape: HashMap<(String, usize, u64), Vec<SeenState>>,
+    by_shape: HashMap<ShapeKey, Vec<SeenState>>,
 }
+
+/// A state's name, whether its elements are decoded as Kafka offsets, its element count and the
+/// length of its block.
+type ShapeKey = (String, bool, usize, u64);
 
 struct SeenState {
     block: bytes::Bytes,
@@ -260,7 +269,12 @@ impl Seen {
     /// offset (or the end of the stream), and a state matches a seen one when its block and its
     /// offsets relative to the block are the same, so they are as valid as that one's were. None
     /// when a state does not match, or the first offsets are not distinct and inside the stream.
-    fn known(&self, h: &OperatorHandle, stream: &bytes::Bytes) -> Option<Vec<ElementValues>> {
+    fn known(
+        &self,
+        h: &OperatorHandle,
+        stream: &bytes::Bytes,
+        kafka: &[Option<Decoder>],
+    ) -> Option<Vec<ElementValues>> {
         let len = stream.len() as u64;
         let mut firsts: Vec<u64> = h
             .states
@@ -273,14 +287,19 @@ impl Seen {
             return None;
         }
         let mut out = Vec::with_capacity(h.states.len());
-        for st in &h.states {
+        for (st, decode) in h.states.iter().zip(kafka) {
             if st.offsets.is_empty() {
-                out.push(ElementValues::of("", stream, &[]));
+                out.push(ElementValues::of(None, stream, &[]));
                 continue;
             }
             let start = st.offsets.get(0) as u64;
             let end = firsts.iter().copied().find(|&f| f > start).unwrap_or(len);
-            let key = (st.name.to_string(), st.offsets.len(), end - start);
+            let key = (
+                st.name.to_string(),
+                decode.is_some(),
+                st.offsets.len(),
+                end - start,
+            );
             let block = &stream[start as usize..end as usize];
             let seen = self.by_shape.get(&key)?;
             out.push(
@@ -298,8 +317,9 @@ impl Seen {
         &mut self,
         h: &OperatorHandle,
         stream: &bytes::Bytes,
+        kafka: &[Option<Decoder>],
     ) -> Result<Vec<ElementValues>> {
-        if let Some(values) = self.known(h, stream) {
+        if let Some(values) = self.known(h, stream, kafka) {
             return Ok(values);
         }
         let len = stream.len() as u64;
@@ -309,8 +329,14 @@ impl Seen {
         let mut out = Vec::with_capacity(h.states.len());
         for (i, st) in h.states.iter().enumerate() {
             let block = blocks.as_ref().and_then(|b| b[i]);
-            let key =
-                block.map(|(start, end)| (st.name.to_string(), st.offsets.len(), end - start));
+            let key = block.map(|(start, end)| {
+                (
+                    st.name.to_string(),
+                    kafka[i].is_some(),
+                    st.offsets.len(),
+                    end - start,
+                )
+            });
             if let (Some((start, end)), Some(key)) = (block, &key) {
                 let bytes = &stream[start as usize..end as usize];
                 if let Some(c) = self
@@ -325,8 +351,7 @@ impl Seen {
             if ranges.is_none() {
                 ranges = Some(opstate::element_ranges(h, len)?);
             }
-            let values =
-                ElementValues::of(&st.name.to_string(), stream, &ranges.as_ref().unwrap()[i]);
+            let values = ElementValues::of(kafka[i], stream, &ranges.as_ref().unwrap()[i]);
             if let (Some((start, end)), Some(key)) = (block, key) {
                 self.by_shape.entry(key).or_default().push(SeenState {
                     block: stream.slice(start as usize..end as usize),
@@ -348,10 +373,11 @@ fn compressed_values(
     h: &OperatorHandle,
     stream: &bytes::Bytes,
     header: &opstate::StreamHeader,
+    kafka: &[Option<Decoder>],
 ) -> Result<Vec<Option<ElementValues>>> {
     let ranges = opstate::stream_element_ranges(header, h, stream.len() as u64)?;
     let mut out = Vec::with_capacity(h.states.len());
-    for (st, ranges) in h.states.iter().zip(ranges) {
+    for ((st, ranges), decode) in h.states.iter().zip(ranges).zip(kafka) {
         let decoded = if opstate::shares_offsets(&st.offsets) {
             opstate::framed_elements(stream, header, st).map(|fe| {
                 let ranges = fe.elements.iter().map(|&(a, b)| (a as u64, b as u64));
@@ -361,11 +387,7 @@ fn compressed_values(
             decode_each(stream, &ranges)
         };
         out.push(match decoded {
-            Ok((bytes, ranges)) => Some(ElementValues::of(
-                &st.name.to_string(),
-                &bytes.into(),
-                &ranges,
-            )),
+            Ok((bytes, ranges)) => Some(ElementValues::of(*decode, &bytes.into(), &ranges)),
             Err(crate::error::Error::Unsupported { .. }) => None,
             Err(e) => return Err(e),
         });
@@ -435,13 +457,10 @@ fn element_hash(bytes: &[u8]) -> u64 {
 }
 
 fn kafka_offsets(
-    state: &str,
+    decode: Decoder,
     stream: &bytes::Bytes,
     ranges: &[(u64, u64)],
 ) -> Vec<(crate::codec::kafka::KafkaOffset, u64)> {
-    let Some(decode) = crate::codec::kafka::decoder(state) else {
-        return Vec::new();
-    };
     let mut counts: std::collections::BTreeMap<crate::codec::kafka::KafkaOffset, u64> =
         Default::default();
     for &(a, b) in ranges {
@@ -491,6 +510,7 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> 
                 elements: s.offsets.len() as i64,
                 bytes: -1,
                 serializer: String::new(),
+                element_type: String::new(),
                 distinct: -1,
                 digest: 0,
                 kafka: Vec::new(),
@@ -513,7 +533,9 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> 
             r.proxy_version = header.proxy_version;
             r.compressed = header.compressed;
             r.header_bytes = header.data_start as i64;
+            let mut kafka = Vec::with_capacity(h.states.len());
             for (s, report) in h.states.iter().zip(r.states.iter_mut()) {
+                let mut decode = None;
                 if let Some(e) = header.entry(&s.name) {
                     report.serializer = e
                         .serializers
@@ -522,10 +544,17 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> 
                         .or(e.serializers.first())
                         .map(|x| x.class_name.to_string())
                         .unwrap_or_default();
+                    if e.kind == EntryKind::List {
+                        if let Ok((t, _)) = ElementType::read_entry(&stream, e) {
+                            report.element_type = t.to_string();
+                            decode = kafka::decoder(&report.name, &t);
+                        }
+                    }
                 }
+                kafka.push(decode);
             }
             if !header.compressed {
-                match seen.handle_values(h, &stream) {
+                match seen.handle_values(h, &stream, &kafka) {
                     Ok(values) => {
                         for (report, v) in r.states.iter_mut().zip(values) {
                             report.bytes = v.bytes;
@@ -537,7 +566,7 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> 
                     Err(e) => r.stream_error = e.in_file(&name).to_string(),
                 }
             } else {
-                match compressed_values(h, &stream, &header) {
+                match compressed_values(h, &stream, &header, &kafka) {
                     Ok(values) => {
                         for (report, v) in r.states.iter_mut().zip(values) {
                             if let Some(v) = v {

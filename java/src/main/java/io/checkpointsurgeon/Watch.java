@@ -30,7 +30,8 @@ import java.util.regex.Pattern;
  * Follows the checkpoints of running jobs: the latest completed checkpoint of each job, from Flink's
  * REST API ({@code /jobs/overview}, {@code /jobs/<id>/checkpoints}) or from a checkpoint base
  * directory ({@code <dir>/<job id>/chk-<n>}). Each new checkpoint is inspected and examined by the
- * doctor; the figures are served as Prometheus metrics (text exposition format) and new findings
+ * doctor, and compared with the job's previous one ({@link Growth#diff}: a union state multiplied by
+ * the restores in between); the figures are served as Prometheus metrics (text exposition format) and new findings
  * run a hook. It only reads checkpoints: a checkpoint that is half-written or deleted while it is
  * read is counted as an error and read again at the next poll.
  */
@@ -150,7 +151,9 @@ public final class Watch implements AutoCloseable {
         List<CheckpointSurgeon.Finding> findings;
         try {
             report = CheckpointSurgeon.inspect(l.path);
-            findings = CheckpointSurgeon.doctor(report, l.path);
+            findings = new java.util.ArrayList<>(CheckpointSurgeon.doctor(report, l.path));
+            // restores between the job's previous checkpoint and this one: a union state multiplied
+            if (job.report != null) findings.addAll(Growth.diff(job.report, report).findings());
         } catch (CheckpointSurgeonException | RuntimeException e) {
             if (!l.path.equals(job.failed)) {
                 error("job " + job.id + " checkpoint " + l.checkpointId + " " + l.path + ": " + e.getMessage()

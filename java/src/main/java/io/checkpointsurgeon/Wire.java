@@ -17,7 +17,7 @@ import java.util.Map;
  * byte and the value, a list is a u32 count and its items. Not API.
  */
 final class Wire {
-    static final short VERSION = 3;
+    static final short VERSION = 4;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
             REPORT = magic("CSRE"), STATE_FILES = magic("CSSF");
 
@@ -237,13 +237,13 @@ final class Wire {
         for (int i = 0; i < n; i++) {
             String name = r.str(), mode = r.str();
             long elements = r.i64(), bytes = r.i64();
-            String serializer = r.str();
+            String serializer = r.str(), elementType = r.str();
             long distinct = r.i64(), digest = r.i64();
             int k = r.count(32);
             List<InspectReport.KafkaOffset> kafka = new ArrayList<>(k);
             for (int j = 0; j < k; j++) kafka.add(new InspectReport.KafkaOffset(r.str(), r.i32(), r.i64(), r.i64(), r.i64()));
-            states.add(new InspectReport.StateInfo(name, mode, elements, bytes, serializer, distinct, digest,
-                    List.copyOf(kafka)));
+            states.add(new InspectReport.StateInfo(name, mode, elements, bytes, serializer, elementType, distinct,
+                    digest, List.copyOf(kafka)));
         }
         return new InspectReport.OperatorStateHandleInfo(kind, delegateKind, location, size, inline, proxy, compressed,
                 error, header, List.copyOf(states));

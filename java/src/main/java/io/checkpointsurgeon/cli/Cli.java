@@ -662,7 +662,9 @@ public final class Cli {
 
     @Command(name = "diff", mixinStandardHelpOptions = true,
             description = "Compare two checkpoints: per operator and state the elements, bytes and distinct values in A and"
-                    + " in B, the growth factor, states added or removed, and keyed and coordinator state sizes.")
+                    + " in B, the growth factor, states added or removed, and keyed and coordinator state sizes; finds a"
+                    + " union state multiplied by the parallelism on every restore in between (any number of restores)."
+                    + " Exits 4 on that finding, or, with --max-growth, when a state grew by more.")
     static final class DiffCommand implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "A", description = "the older checkpoint or savepoint")
         String a;
@@ -711,6 +713,11 @@ public final class Cli {
                                 count(o.keyedBytesB()), count(o.coordinatorBytesA()), count(o.coordinatorBytesB()));
                     }
                 }
+                String bDir = b.endsWith("/_metadata") ? b.substring(0, b.length() - 10) : b;
+                for (CheckpointSurgeon.Finding f : d.findings()) {
+                    out.printf("%s %s: %s%n  fix: %s%n", f.severity(), f.code(), f.message(), command(f.fix(), bDir));
+                    for (CheckpointSurgeon.Remedy r : f.alternatives()) out.printf("  or:  %s%n", command(r, bDir));
+                }
             }
             out.flush();
             if (maxGrowth != null && d.maxFactor() > maxGrowth) {
@@ -718,7 +725,8 @@ public final class Cli {
                         d.maxFactor(), maxGrowth);
                 return FINDINGS;
             }
-            return OK;
+            // --max-growth is the gate when given; else the signature of a union state nothing reads
+            return maxGrowth == null && !d.findings().isEmpty() ? FINDINGS : OK;
         }
     }
 
@@ -1474,6 +1482,12 @@ public final class Cli {
                             k.count() > 1 ? String.format(Locale.ROOT, "  (x%,d)", k.count()) : ""));
                 }
             });
+            String lookAlike = op.kafkaLegacyLookAlike();
+            if (lookAlike != null) {
+                sb.append(String.format(Locale.ROOT, "  %s is not Kafka's (elements %s, not FlinkKafkaConsumer's %s):"
+                        + " no Kafka offsets shown%n", InspectReport.KAFKA_LEGACY_STATE,
+                        lookAlike.isEmpty() ? "not read" : printable(lookAlike), InspectReport.KAFKA_LEGACY_ELEMENT_TYPE));
+            }
             long keyed = op.keyedStateBytes();
             long keyedHandles = op.subtasks().stream().filter(s -> s.managedKeyedState() != null || s.rawKeyedState() != null).count();
             if (keyedHandles > 0) {
