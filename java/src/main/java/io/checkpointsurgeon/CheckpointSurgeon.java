@@ -414,17 +414,39 @@ public final class CheckpointSurgeon {
      * of {@link #state()} in operator {@link #operatorId()}; {@code kafka migrate-legacy} of operator
      * {@link #operatorId()}, whose surgery needs the new job's connector version, so {@link #surgery()}
      * is null for it). {@link #surgery()} gives the surgery to
-     * pass to {@link #apply}; the CLI prints the command line.
+     * pass to {@link #apply}; the CLI prints the command line. A remedy for an HA completedCheckpoint
+     * file ({@link #haRepair()}) is an HA repair of the same surgery ({@link #repairHa}: the HA files
+     * and their state streams rewritten together), or examining the HA files ({@code ha list}).
      */
     public static final class Remedy {
         private final String action;
         private final String operatorId;
         private final String state;
+        private final boolean haRepair;
 
         public Remedy(String action, String operatorId, String state) {
+            this(action, operatorId, state, false);
+        }
+
+        private Remedy(String action, String operatorId, String state, boolean haRepair) {
             this.action = Objects.requireNonNull(action, "action");
             this.operatorId = operatorId;
             this.state = state;
+            this.haRepair = haRepair;
+        }
+
+        /**
+         * This remedy for an HA completedCheckpoint file: a surgery stays itself, applied to the HA
+         * files; examining (and a Kafka migration, which needs a savepoint) becomes {@code ha list}.
+         */
+        Remedy forHaFile() {
+            boolean surgery = action.equals("remove-state") || action.equals("dedupe-union");
+            return surgery ? new Remedy(action, operatorId, state, true) : new Remedy("ha list", null, null, true);
+        }
+
+        /** Whether this remedy applies to HA completedCheckpoint files, not to a checkpoint. */
+        public boolean haRepair() {
+            return haRepair;
         }
 
         static Remedy inspect(boolean subtasks) {
@@ -463,17 +485,18 @@ public final class CheckpointSurgeon {
             if (!(o instanceof Remedy)) return false;
             Remedy that = (Remedy) o;
             return action.equals(that.action) && Objects.equals(operatorId, that.operatorId)
-                    && Objects.equals(state, that.state);
+                    && Objects.equals(state, that.state) && haRepair == that.haRepair;
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(action, operatorId, state);
+            return Objects.hash(action, operatorId, state, haRepair);
         }
 
         @Override
         public String toString() {
-            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state + "]";
+            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state
+                    + (haRepair ? ", haRepair" : "") + "]";
         }
     }
 
@@ -548,9 +571,21 @@ public final class CheckpointSurgeon {
         return Doctor.examine(inspect(checkpoint), checkpoint);
     }
 
-    /** {@link #doctor} for an HA completedCheckpoint file. */
+    /**
+     * {@link #doctor} for an HA completedCheckpoint file: its remedies are HA repairs
+     * ({@link Remedy#haRepair()}), since a restore after a JobManager failover reads the HA file.
+     */
     public static List<Finding> doctorHa(Path haFile) throws CheckpointSurgeonException {
-        return Doctor.examine(inspectHa(haFile), haFile.toString());
+        List<Finding> out = new java.util.ArrayList<>();
+        for (Finding f : Doctor.examine(inspectHa(haFile), haFile.toString())) {
+            List<Remedy> alternatives = new java.util.ArrayList<>();
+            for (Remedy r : f.alternatives()) {
+                Remedy ha = r.forHaFile();
+                if (!alternatives.contains(ha) && !ha.equals(f.fix().forHaFile())) alternatives.add(ha);
+            }
+            out.add(new Finding(f.severity(), f.code(), f.message(), f.fix().forHaFile(), alternatives));
+        }
+        return out;
     }
 
     /**

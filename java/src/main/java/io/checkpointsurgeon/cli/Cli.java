@@ -248,8 +248,35 @@ public final class Cli {
                 + " higher is found: error (default) or warning")
         String failOn = "error";
 
+        @Option(names = "--zookeeper-quorum", paramLabel = "HOSTS", description = "HA dir: the cluster's ZooKeeper, for the"
+                + " printed `ha repair` fix (its --apply then checks that no JobManager holds the leadership)")
+        String zookeeperQuorum;
+
+        @Option(names = "--zookeeper-root", paramLabel = "PATH", description = "HA dir: high-availability.zookeeper.path.root"
+                + " for the printed fix, when not /flink")
+        String zookeeperRoot;
+
+        @CommandLine.Mixin
+        KubernetesOptions k8s = new KubernetesOptions();
+
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
+
+        /** The HA options the printed `ha repair` and `ha list` fixes repeat, as given to doctor. */
+        String haOptions(boolean repair) {
+            StringBuilder b = new StringBuilder();
+            if (zookeeperQuorum != null && repair) {
+                b.append(" --zookeeper-quorum ").append(quote(zookeeperQuorum));
+                if (zookeeperRoot != null) b.append(" --zookeeper-root ").append(quote(zookeeperRoot));
+            }
+            if (k8s.kubernetes) b.append(" --kubernetes");
+            if (k8s.clusterId != null && (k8s.kubernetes || zookeeperQuorum != null && repair)) {
+                b.append(" --cluster-id ").append(quote(k8s.clusterId));
+            }
+            if (k8s.namespace != null) b.append(" --namespace ").append(quote(k8s.namespace));
+            if (k8s.kubeconfig != null) b.append(" --kubeconfig ").append(quote(k8s.kubeconfig.toString()));
+            return b.toString();
+        }
 
         /** A finding as the CLI shows it: its remedies as command lines, each runnable as printed. */
         public static final class Problem {
@@ -267,10 +294,10 @@ public final class Cli {
                 this.alternatives = alternatives;
             }
 
-            static Problem of(CheckpointSurgeon.Finding f, String path) {
+            static Problem of(CheckpointSurgeon.Finding f, java.util.function.Function<CheckpointSurgeon.Remedy, String> command) {
                 java.util.List<String> alternatives = new java.util.ArrayList<>();
-                for (CheckpointSurgeon.Remedy r : f.alternatives()) alternatives.add(command(r, path));
-                return new Problem(f.severity(), f.code(), f.message(), command(f.fix(), path), alternatives);
+                for (CheckpointSurgeon.Remedy r : f.alternatives()) alternatives.add(command.apply(r));
+                return new Problem(f.severity(), f.code(), f.message(), command.apply(f.fix()), alternatives);
             }
 
             public String severity() {
@@ -300,9 +327,14 @@ public final class Cli {
             private final java.util.List<Problem> findings;
 
             public Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {
+                this(path, findings, r -> command(r, path));
+            }
+
+            Result(String path, java.util.List<CheckpointSurgeon.Finding> findings,
+                    java.util.function.Function<CheckpointSurgeon.Remedy, String> command) {
                 this.path = path;
                 this.findings = new java.util.ArrayList<>();
-                for (CheckpointSurgeon.Finding f : findings) this.findings.add(Problem.of(f, path));
+                for (CheckpointSurgeon.Finding f : findings) this.findings.add(Problem.of(f, command));
             }
 
             public String path() {
@@ -342,11 +374,19 @@ public final class Cli {
             boolean ha = java.nio.file.Files.isDirectory(path)
                     ? !java.nio.file.Files.exists(path.resolve("_metadata")) && !CheckpointSurgeon.haFiles(path).isEmpty()
                     : path.getFileName().toString().startsWith("completedCheckpoint");
+            if (zookeeperQuorum != null && k8s.kubernetes) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes or --zookeeper-quorum, not both");
+            }
+            if (k8s.kubernetes && k8s.clusterId == null) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes needs --cluster-id (kubernetes.cluster-id)");
+            }
             if (ha) {
+                // the fix of an HA file is one `ha repair` of the HA dir (or file) given, all its files at once
                 java.util.List<Path> files = CheckpointSurgeon.haFiles(path);
                 for (int i = 0; i < files.size(); i++) {
                     spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
-                    results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i))));
+                    results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i)),
+                            r -> haCommand(r, path.toString(), haOptions(!r.action().equals("ha list")))));
                 }
             } else {
                 results.add(new Result(path.toString(), CheckpointSurgeon.doctor(Prefetch.inspect(pathArg), pathArg)));
@@ -360,10 +400,17 @@ public final class Cli {
             if (json) {
                 out.print(Json.write(results));
             } else {
+                // an HA dir's files share their fixes (one ha repair covers them all): each is printed once
+                java.util.Set<String> shown = new java.util.HashSet<>();
                 for (Result r : results) {
                     out.println(r.path() + ": " + (r.findings().isEmpty() ? "no problems found" : r.findings().size() + " problem(s)"));
                     for (Problem f : r.findings()) {
-                        out.printf("  %s %s: %s%n    fix: %s%n", f.severity(), f.code(), f.message(), f.fix());
+                        out.printf("  %s %s: %s%n", f.severity(), f.code(), f.message());
+                        if (results.size() > 1 && !shown.add(f.fix())) {
+                            out.println("    same fix as above (one ha repair covers every file it selects)");
+                            continue;
+                        }
+                        out.printf("    fix: %s%n", f.fix());
                         for (String alternative : f.alternatives()) out.printf("    or:  %s%n", alternative);
                     }
                 }
@@ -1575,6 +1622,17 @@ public final class Cli {
                         + quote(r.state()) + " --apply --output "
                         + quote(path + (r.action().equals("dedupe-union") ? "-deduped" : "-repaired"));
         }
+    }
+
+    /**
+     * The command line of a doctor's remedy for HA files under {@code path} (the HA dir or file given):
+     * {@code ha repair} of the same surgery with --apply, or {@code ha list}, with {@code haOptions}.
+     */
+    static String haCommand(CheckpointSurgeon.Remedy r, String path, String haOptions) {
+        if (!r.haRepair()) return command(r, path);
+        if (r.action().equals("ha list")) return "checkpoint-surgeon ha list " + quote(path) + haOptions;
+        return "checkpoint-surgeon ha repair " + quote(path) + " --operator-id " + r.operatorId() + " --state "
+                + quote(r.state()) + (r.action().equals("dedupe-union") ? " --dedupe" : "") + " --apply" + haOptions;
     }
 
     /** A name on one line: control characters (a tab or newline in a state name) as Java escapes. */
