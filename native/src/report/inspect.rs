@@ -216,15 +216,204 @@ struct ElementValues {
 }
 
 impl ElementValues {
-    fn of(kafka: Option<Decoder>, stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> ElementValues {
-        let (distinct, digest) = element_digest(stream, ranges);
+    /// One pass over the elements: their bytes, their digest, and their distinct values with how
+    /// often each occurs, from which the Kafka offsets are decoded (once per distinct value).
+    fn of(kafka: Option<Decoder>, stream: &[u8], elements: Elements) -> ElementValues {
+        if let Elements::Offsets(offsets, end) = elements {
+            // A union state restored into every subtask and written back is k copies of what was
+            // restored: the values of one copy, times k (a shifted compare proves the copies).
+            let (mut part, mut part_end, mut copies) = (offsets.clone(), end, 1u64);
+            while let Some((k, shorter, e)) = repeated(stream, &part, part_end) {
+                (part, part_end, copies) = (shorter, e, copies * k as u64);
+            }
+            if copies > 1 {
+                return ElementValues::of(kafka, stream, Elements::Offsets(&part, part_end))
+                    .times(copies);
+            }
+        }
+        let element = |i: usize| {
+            let (a, b) = elements.range(i);
+            &stream[a as usize..b as usize]
+        };
+        let (mut bytes, mut digest) = (0u64, 0u64);
+        let mut table = Some(DistinctTable::default());
+        for i in 0..elements.len() {
+            let e = element(i);
+            bytes += e.len() as u64;
+            let h = element_hash(e);
+            digest = digest.wrapping_add(h);
+            if table.as_mut().is_some_and(|t| !t.add(h, i, e, element)) {
+                table = None; // too many distinct values for the table: sorted below
+            }
+        }
+        let distinct = match table {
+            Some(t) => t.values(),
+            None => distinct_by_sorting(elements.len(), element),
+        };
         ElementValues {
-            bytes: ranges.iter().map(|(a, b)| (b - a) as i64).sum(),
-            distinct,
-            digest,
-            kafka: kafka.map_or_else(Vec::new, |d| kafka_offsets(d, stream, ranges)),
+            bytes: bytes as i64,
+            distinct: distinct.len() as i64,
+            digest: digest as i64,
+            kafka: kafka.map_or_else(Vec::new, |d| {
+                kafka_offsets(d, distinct.iter().map(|&(i, n)| (element(i), n)))
+            }),
         }
     }
+}
+
+impl ElementValues {
+    /// The values of `k` copies of these elements.
+    fn times(mut self, k: u64) -> ElementValues {
+        self.bytes *= k as i64;
+        self.digest = self.digest.wrapping_mul(k as i64);
+        for (_, n) in &mut self.kafka {
+            *n *= k;
+        }
+        self
+    }
+}
+
+/// Whether the elements at `offsets` (the last ending at `end`) are `k` copies of their first
+/// `n / k` for some k from 2 to 64: the offsets `n / k` apart differ by a `k`-th of the block, and
+/// the block equals itself shifted by that much. Then k, the first copy's offsets and its end.
+fn repeated(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(usize, Offsets, u64)> {
+    let n = offsets.len();
+    let start = offsets.get(0) as u64;
+    let len = end.checked_sub(start)?;
+    (2..=n.min(64)).find_map(|k| {
+        let (m, p) = (n / k, len / k as u64);
+        if !n.is_multiple_of(k)
+            || !len.is_multiple_of(k as u64)
+            || offsets.get(m) as u64 != start + p
+        {
+            return None;
+        }
+        let o = &offsets.0;
+        // offsets i and i + m, big-endian, as bytes of the same width: equal differences
+        let shifted = (0..n - m).all(|i| {
+            let at = |j: usize| i64::from_be_bytes(o[j * 8..j * 8 + 8].try_into().unwrap());
+            at(i + m) - at(i) == p as i64
+        });
+        let block = &stream[start as usize..end as usize];
+        (shifted && block[..block.len() - p as usize] == block[p as usize..])
+            .then(|| (k, Offsets(o.slice(..m * 8)), start + p))
+    })
+}
+
+/// The elements of one state: each one's byte range in its stream, by index.
+#[derive(Clone, Copy)]
+enum Elements<'a> {
+    /// Flink's layout: element i runs from offset i to offset i + 1, the last one to the end of
+    /// the state's block (no range is materialised: a union state can have millions).
+    Offsets(&'a Offsets, u64),
+    Ranges(&'a [(u64, u64)]),
+}
+
+impl Elements<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Elements::Offsets(o, _) => o.len(),
+            Elements::Ranges(r) => r.len(),
+        }
+    }
+
+    fn range(&self, i: usize) -> (u64, u64) {
+        match self {
+            Elements::Offsets(o, end) => (
+                o.get(i) as u64,
+                if i + 1 < o.len() {
+                    o.get(i + 1) as u64
+                } else {
+                    *end
+                },
+            ),
+            Elements::Ranges(r) => r[i],
+        }
+    }
+}
+
+/// The distinct values of a state while they are few (a union state restored into every subtask
+/// holds a few values many times): an open-addressing table of (hash, an element holding the
+/// value, count), small enough to stay in cache; equal hashes are told apart by the bytes.
+#[derive(Default)]
+struct DistinctTable {
+    slots: Vec<(u64, usize, u64)>,
+    used: usize,
+}
+
+/// Beyond this many distinct values, they are counted by sorting the hashes instead.
+const TABLE_MAX_DISTINCT: usize = 1 << 16;
+
+impl DistinctTable {
+    /// Counts element `i` (bytes `e`, hash `h`); false when the table is full.
+    fn add<'s>(&mut self, h: u64, i: usize, e: &[u8], element: impl Fn(usize) -> &'s [u8]) -> bool {
+        if self.slots.is_empty() {
+            self.slots = vec![(0, 0, 0); 64];
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = h as usize & mask;
+        loop {
+            let slot = &mut self.slots[at];
+            if slot.2 == 0 {
+                if self.used == TABLE_MAX_DISTINCT {
+                    return false;
+                }
+                *slot = (h, i, 1);
+                self.used += 1;
+                if self.used * 2 > self.slots.len() {
+                    self.grow();
+                }
+                return true;
+            }
+            if slot.0 == h && element(slot.1) == e {
+                slot.2 += 1;
+                return true;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let size = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0, 0); size]);
+        let mask = self.slots.len() - 1;
+        for slot in old.into_iter().filter(|s| s.2 > 0) {
+            let mut at = slot.0 as usize & mask;
+            while self.slots[at].2 > 0 {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = slot;
+        }
+    }
+
+    /// Each distinct value: an element that holds it, and how many do.
+    fn values(self) -> Vec<(usize, u64)> {
+        self.slots
+            .into_iter()
+            .filter(|s| s.2 > 0)
+            .map(|(_, i, n)| (i, n))
+            .collect()
+    }
+}
+
+/// Each distinct value of `n` elements (an element that holds it, and how many do), by sorting
+/// their 64-bit hashes and comparing the bytes of equal hashes: exact, and without a set, whose
+/// cache misses dominate with millions of distinct values.
+fn distinct_by_sorting<'s>(n: usize, element: impl Fn(usize) -> &'s [u8]) -> Vec<(usize, u64)> {
+    let mut hashes: Vec<(u64, u32)> = (0..n as u32)
+        .map(|i| (element_hash(element(i as usize)), i))
+        .collect();
+    hashes.sort_unstable();
+    let mut out = Vec::new();
+    for run in hashes.chunk_by_mut(|x, y| x.0 == y.0) {
+        if run.len() > 1 {
+            run.sort_unstable_by(|x, y| element(x.1 as usize).cmp(element(y.1 as usize)));
+        }
+        for same in run.chunk_by(|x, y| element(x.1 as usize) == element(y.1 as usize)) {
+            out.push((same[0].1 as usize, same.len() as u64));
+        }
+    }
+    out
 }
 
 /// The element values of the states already inspected, by content. A union state is restored
@@ -289,7 +478,7 @@ impl Seen {
         let mut out = Vec::with_capacity(h.states.len());
         for (st, decode) in h.states.iter().zip(kafka) {
             if st.offsets.is_empty() {
-                out.push(ElementValues::of(None, stream, &[]));
+                out.push(ElementValues::of(None, stream, Elements::Ranges(&[])));
                 continue;
             }
             let start = st.offsets.get(0) as u64;
@@ -317,14 +506,15 @@ impl Seen {
         &mut self,
         h: &OperatorHandle,
         stream: &bytes::Bytes,
+        blocks: Option<&opstate::Blocks>,
         kafka: &[Option<Decoder>],
     ) -> Result<Vec<ElementValues>> {
         if let Some(values) = self.known(h, stream, kafka) {
             return Ok(values);
         }
         let len = stream.len() as u64;
-        // Flink's layout (one block per state, ascending offsets); None for any other.
-        let blocks = opstate::state_blocks(h, len);
+        // Flink's layout (one block per state, ascending offsets, checked by the header's parse);
+        // None for any other.
         let mut ranges = None;
         let mut out = Vec::with_capacity(h.states.len());
         for (i, st) in h.states.iter().enumerate() {
@@ -348,10 +538,18 @@ impl Seen {
                     continue;
                 }
             }
-            if ranges.is_none() {
-                ranges = Some(opstate::element_ranges(h, len)?);
-            }
-            let values = ElementValues::of(kafka[i], stream, &ranges.as_ref().unwrap()[i]);
+            let values = match block {
+                Some((_, end)) => {
+                    ElementValues::of(kafka[i], stream, Elements::Offsets(&st.offsets, end))
+                }
+                None => {
+                    if ranges.is_none() {
+                        ranges = Some(opstate::element_ranges(h, len)?);
+                    }
+                    let ranges = &ranges.as_ref().expect("just set")[i];
+                    ElementValues::of(kafka[i], stream, Elements::Ranges(ranges))
+                }
+            };
             if let (Some((start, end)), Some(key)) = (block, key) {
                 self.by_shape.entry(key).or_default().push(SeenState {
                     block: stream.slice(start as usize..end as usize),
@@ -387,7 +585,11 @@ fn compressed_values(
             decode_each(stream, &ranges)
         };
         out.push(match decoded {
-            Ok((bytes, ranges)) => Some(ElementValues::of(*decode, &bytes.into(), &ranges)),
+            Ok((bytes, ranges)) => Some(ElementValues::of(
+                *decode,
+                &bytes,
+                Elements::Ranges(&ranges),
+            )),
             Err(crate::error::Error::Unsupported { .. }) => None,
             Err(e) => return Err(e),
         });
@@ -407,32 +609,6 @@ fn decode_each(stream: &[u8], ranges: &[(u64, u64)]) -> Result<Decoded> {
         bytes.extend_from_slice(&d.bytes);
     }
     Ok((bytes, decoded))
-}
-
-/// The distinct count and the order-independent digest of a state's elements. Distinct values
-/// are counted exactly by sorting the elements' hashes and comparing the bytes of equal hashes:
-/// a hash set of millions of elements spends its time in cache misses.
-fn element_digest(stream: &bytes::Bytes, ranges: &[(u64, u64)]) -> (i64, i64) {
-    let element = |i: u32| {
-        let (a, b) = ranges[i as usize];
-        &stream[a as usize..b as usize]
-    };
-    let mut hashes: Vec<(u64, u32)> = (0..ranges.len() as u32)
-        .map(|i| (element_hash(element(i)), i))
-        .collect();
-    let digest = hashes.iter().fold(0u64, |d, (h, _)| d.wrapping_add(*h));
-    hashes.sort_unstable();
-    let mut distinct = 0i64;
-    for run in hashes.chunk_by_mut(|x, y| x.0 == y.0) {
-        if run.len() > 1 {
-            run.sort_unstable_by(|x, y| element(x.1).cmp(element(y.1)));
-        }
-        distinct += 1 + run
-            .windows(2)
-            .filter(|w| element(w[0].1) != element(w[1].1))
-            .count() as i64;
-    }
-    (distinct, digest as i64)
 }
 
 /// A 64-bit hash of an element's bytes, eight bytes at a time (the per-element cost of inspect:
@@ -456,17 +632,18 @@ fn element_hash(bytes: &[u8]) -> u64 {
     h ^ (h >> 33)
 }
 
-fn kafka_offsets(
+/// The Kafka offsets of a state's distinct values, each with how many elements hold it (at most
+/// `MAX_KAFKA_OFFSETS` of them).
+fn kafka_offsets<'s>(
     decode: Decoder,
-    stream: &bytes::Bytes,
-    ranges: &[(u64, u64)],
+    distinct: impl Iterator<Item = (&'s [u8], u64)>,
 ) -> Vec<(crate::codec::kafka::KafkaOffset, u64)> {
     let mut counts: std::collections::BTreeMap<crate::codec::kafka::KafkaOffset, u64> =
         Default::default();
-    for &(a, b) in ranges {
-        if let Some(k) = decode(&stream[a as usize..b as usize]) {
+    for (e, n) in distinct {
+        if let Some(k) = decode(e) {
             if counts.len() < MAX_KAFKA_OFFSETS || counts.contains_key(&k) {
-                *counts.entry(k).or_default() += 1;
+                *counts.entry(k).or_default() += n;
             }
         }
     }
@@ -554,7 +731,7 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> 
                 kafka.push(decode);
             }
             if !header.compressed {
-                match seen.handle_values(h, &stream, &kafka) {
+                match seen.handle_values(h, &stream, header.blocks.as_ref(), &kafka) {
                     Ok(values) => {
                         for (report, v) in r.states.iter_mut().zip(values) {
                             report.bytes = v.bytes;
@@ -601,16 +778,90 @@ mod tests {
             stream.extend((0..len).map(|k| ((i % 613) as usize * 31 + k) as u8));
             ranges.push((start, stream.len() as u64));
         }
-        let stream = bytes::Bytes::from(stream);
-        let naive: std::collections::HashSet<&[u8]> = ranges
-            .iter()
-            .map(|&(a, b)| &stream[a as usize..b as usize])
-            .collect();
-        let (distinct, digest) = element_digest(&stream, &ranges);
-        assert_eq!(distinct, naive.len() as i64);
-        assert!(distinct < ranges.len() as i64);
-        ranges.reverse();
-        assert_eq!(element_digest(&stream, &ranges), (distinct, digest));
-        assert_eq!(element_digest(&stream, &[]), (0, 0));
+        let naive: std::collections::HashMap<&[u8], u64> =
+            ranges.iter().fold(Default::default(), |mut m, &(a, b)| {
+                *m.entry(&stream[a as usize..b as usize]).or_default() += 1;
+                m
+            });
+        let values =
+            |ranges: &[(u64, u64)]| ElementValues::of(None, &stream, Elements::Ranges(ranges));
+        let v = values(&ranges);
+        assert_eq!(v.distinct, naive.len() as i64);
+        assert!(v.distinct < ranges.len() as i64);
+        // counted by sorting, the same distinct values with the same counts
+        let element = |i: usize| &stream[ranges[i].0 as usize..ranges[i].1 as usize];
+        let sorted = distinct_by_sorting(ranges.len(), element);
+        assert_eq!(sorted.len(), naive.len());
+        for (i, n) in sorted {
+            assert_eq!(naive[element(i)], n);
+        }
+        let mut reversed = ranges.clone();
+        reversed.reverse();
+        let r = values(&reversed);
+        assert_eq!(
+            (r.distinct, r.digest, r.bytes),
+            (v.distinct, v.digest, v.bytes)
+        );
+        assert_eq!((values(&[]).distinct, values(&[]).digest), (0, 0));
+    }
+
+    /// A block that is copies of copies (a union state restored again and again) gives, through the
+    /// shortcut over the copies, the values that element-by-element counting gives; one byte
+    /// changed in the last copy defeats the shortcut and changes the values.
+    #[test]
+    fn copies_of_a_block_count_as_their_elements() {
+        // legacy Kafka consumer elements (Kryo KafkaTopicPartition, offset), two partitions
+        let element = |p: u8, offset: u8| {
+            let mut e = vec![
+                0x57,
+                0x01,
+                0x06 + 2 * p,
+                0x01,
+                b't',
+                b'o',
+                b'p',
+                b'i',
+                b'c' | 0x80,
+            ];
+            e.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, offset]);
+            e
+        };
+        let mut stream = vec![9u8; 7]; // a header before the block
+        let mut first = [element(0, 5), element(1, 6), element(0, 5)].concat();
+        for k in [3, 4, 4, 2] {
+            first = first.repeat(k);
+        }
+        stream.extend_from_slice(&first);
+        let e = element(0, 5).len() as u64;
+        let n = (first.len() as u64) / e;
+        let offsets = Offsets::from_slice(&(0..n).map(|i| (7 + i * e) as i64).collect::<Vec<_>>());
+        let ranges: Vec<(u64, u64)> = (0..n).map(|i| (7 + i * e, 7 + (i + 1) * e)).collect();
+        let end = stream.len() as u64;
+        let decode = Some(kafka::decode_legacy as Decoder);
+        let copies = ElementValues::of(decode, &stream, Elements::Offsets(&offsets, end));
+        let each = ElementValues::of(decode, &stream, Elements::Ranges(&ranges));
+        assert_eq!(
+            (copies.bytes, copies.distinct, copies.digest, &copies.kafka),
+            (each.bytes, each.distinct, each.digest, &each.kafka)
+        );
+        assert_eq!(copies.distinct, 2);
+        assert_eq!(copies.kafka.iter().map(|(_, c)| c).sum::<u64>(), n);
+        assert!(repeated(&stream, &offsets, end).is_some());
+        let last = stream.len() - 1;
+        stream[last] = 7;
+        assert!(repeated(&stream, &offsets, end).is_none());
+        let changed = ElementValues::of(decode, &stream, Elements::Offsets(&offsets, end));
+        assert_eq!(changed.distinct, 3);
+        assert_ne!(changed.digest, copies.digest);
+    }
+
+    /// More distinct values than the table holds: counted by sorting, still exact.
+    #[test]
+    fn many_distinct_values_are_counted_by_sorting() {
+        let n = TABLE_MAX_DISTINCT + 1000;
+        let stream: Vec<u8> = (0..n as u32).flat_map(|i| (i / 2).to_le_bytes()).collect();
+        let ranges: Vec<(u64, u64)> = (0..n as u64).map(|i| (4 * i, 4 * i + 4)).collect();
+        let v = ElementValues::of(None, &stream, Elements::Ranges(&ranges));
+        assert_eq!(v.distinct, (n / 2) as i64);
     }
 }
