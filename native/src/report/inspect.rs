@@ -104,10 +104,29 @@ pub struct StateReport {
 
 const MAX_KAFKA_OFFSETS: usize = 10_000;
 
+/// The report of a checkpoint. The operator-state streams are unmapped on a thread of their own
+/// after use, while the report goes on (unmapping hundreds of MB of pages takes ~15 ms).
 pub fn inspect(cp: &dyn StreamSource) -> Report {
+    let (unmap, unmapped) = std::sync::mpsc::channel::<Box<dyn Send>>();
+    std::thread::spawn(move || unmapped.into_iter().for_each(drop));
+    report(cp, &Unmap(unmap))
+}
+
+/// Where streams (and what holds slices of them) go once read: to the unmapping thread.
+struct Unmap(std::sync::mpsc::Sender<Box<dyn Send>>);
+
+impl Unmap {
+    fn done(&self, x: impl Send + 'static) {
+        if let Err(back) = self.0.send(Box::new(x)) {
+            drop(back.0);
+        }
+    }
+}
+
+fn report(cp: &dyn StreamSource, unmap: &Unmap) -> Report {
     let md = cp.metadata();
     let mut seen = Seen::default();
-    Report {
+    let report = Report {
         source: cp.name(),
         version: md.version,
         checkpoint_id: md.checkpoint_id,
@@ -128,8 +147,10 @@ pub fn inspect(cp: &dyn StreamSource) -> Report {
                         index,
                         managed_operator: s
                             .managed_operator()
-                            .map(|h| handle_report(cp, h, &mut seen)),
-                        raw_operator: s.raw_operator().map(|h| handle_report(cp, h, &mut seen)),
+                            .map(|h| handle_report(cp, h, &mut seen, unmap)),
+                        raw_operator: s
+                            .raw_operator()
+                            .map(|h| handle_report(cp, h, &mut seen, unmap)),
                         managed_keyed: s.managed_keyed.as_ref().map(keyed_report),
                         raw_keyed: s.raw_keyed.as_ref().map(keyed_report),
                         input_channels: s.input_channels.len() as i32,
@@ -170,7 +191,9 @@ pub fn inspect(cp: &dyn StreamSource) -> Report {
                 }
             })
             .collect(),
-    }
+    };
+    unmap.done(seen);
+    report
 }
 
 /// The enumerator state of a KafkaSource: decoded when the readers hold Kafka splits, or when
@@ -219,18 +242,6 @@ impl ElementValues {
     /// One pass over the elements: their bytes, their digest, and their distinct values with how
     /// often each occurs, from which the Kafka offsets are decoded (once per distinct value).
     fn of(kafka: Option<Decoder>, stream: &[u8], elements: Elements) -> ElementValues {
-        if let Elements::Offsets(offsets, end) = elements {
-            // A union state restored into every subtask and written back is k copies of what was
-            // restored: the values of one copy, times k (a shifted compare proves the copies).
-            let (mut part, mut part_end, mut copies) = (offsets.clone(), end, 1u64);
-            while let Some((k, shorter, e)) = repeated(stream, &part, part_end) {
-                (part, part_end, copies) = (shorter, e, copies * k as u64);
-            }
-            if copies > 1 {
-                return ElementValues::of(kafka, stream, Elements::Offsets(&part, part_end))
-                    .times(copies);
-            }
-        }
         let element = |i: usize| {
             let (a, b) = elements.range(i);
             &stream[a as usize..b as usize]
@@ -273,6 +284,17 @@ impl ElementValues {
     }
 }
 
+/// The elements at `offsets` (the last ending at `end`) as copies of a first one: a union state
+/// restored into every subtask and written back is k copies of what was restored, again and again.
+/// The first copy's offsets and end, and the number of copies (1: none).
+fn first_copy(stream: &[u8], offsets: &Offsets, end: u64) -> (Offsets, u64, u64) {
+    let (mut part, mut part_end, mut copies) = (offsets.clone(), end, 1u64);
+    while let Some((k, shorter, e)) = repeated(stream, &part, part_end) {
+        (part, part_end, copies) = (shorter, e, copies * k as u64);
+    }
+    (part, part_end, copies)
+}
+
 /// Whether the elements at `offsets` (the last ending at `end`) are `k` copies of their first
 /// `n / k` for some k from 2 to 64: the offsets `n / k` apart differ by a `k`-th of the block, and
 /// the block equals itself shifted by that much. Then k, the first copy's offsets and its end.
@@ -295,8 +317,24 @@ fn repeated(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(usize, Offset
             at(i + m) - at(i) == p as i64
         });
         let block = &stream[start as usize..end as usize];
-        (shifted && block[..block.len() - p as usize] == block[p as usize..])
+        (shifted && equal(&block[..block.len() - p as usize], &block[p as usize..]))
             .then(|| (k, Offsets(o.slice(..m * 8)), start + p))
+    })
+}
+
+/// `a == b`, the two halves of a long comparison on two threads: comparing the copies of a union
+/// state in every subtask is most of inspect's time (reading hundreds of MB), and the caller's
+/// other thread is only waiting for the report.
+fn equal(a: &[u8], b: &[u8]) -> bool {
+    const SPLIT_ABOVE: usize = 8 << 20;
+    if a.len() != b.len() || a.len() <= SPLIT_ABOVE {
+        return a == b;
+    }
+    let half = a.len() / 2;
+    std::thread::scope(|s| {
+        let other = s.spawn(|| a[half..] == b[half..]);
+        let first = a[..half] == b[..half];
+        other.join().unwrap_or(false) && first
     })
 }
 
@@ -439,10 +477,10 @@ struct SeenState {
 
 impl SeenState {
     fn matches(&self, block: &[u8], start: u64, offsets: &Offsets) -> bool {
-        self.block[..] == *block
+        equal(&self.block, block)
             && if self.start == start {
                 // the usual case: the same header before the state, the same offsets
-                self.offsets.0 == offsets.0
+                equal(&self.offsets.0, &offsets.0)
             } else {
                 self.offsets
                     .iter()
@@ -453,55 +491,11 @@ impl SeenState {
 }
 
 impl Seen {
-    /// The values of a handle all of whose states were seen before, without validating its
-    /// offsets again: each state's block runs from its first offset to the next state's first
-    /// offset (or the end of the stream), and a state matches a seen one when its block and its
-    /// offsets relative to the block are the same, so they are as valid as that one's were. None
-    /// when a state does not match, or the first offsets are not distinct and inside the stream.
-    fn known(
-        &self,
-        h: &OperatorHandle,
-        stream: &bytes::Bytes,
-        kafka: &[Option<Decoder>],
-    ) -> Option<Vec<ElementValues>> {
-        let len = stream.len() as u64;
-        let mut firsts: Vec<u64> = h
-            .states
-            .iter()
-            .filter(|s| !s.offsets.is_empty())
-            .map(|s| s.offsets.get(0) as u64)
-            .collect();
-        firsts.sort_unstable();
-        if firsts.last().is_some_and(|&f| f > len) || firsts.windows(2).any(|w| w[0] == w[1]) {
-            return None;
-        }
-        let mut out = Vec::with_capacity(h.states.len());
-        for (st, decode) in h.states.iter().zip(kafka) {
-            if st.offsets.is_empty() {
-                out.push(ElementValues::of(None, stream, Elements::Ranges(&[])));
-                continue;
-            }
-            let start = st.offsets.get(0) as u64;
-            let end = firsts.iter().copied().find(|&f| f > start).unwrap_or(len);
-            let key = (
-                st.name.to_string(),
-                decode.is_some(),
-                st.offsets.len(),
-                end - start,
-            );
-            let block = &stream[start as usize..end as usize];
-            let seen = self.by_shape.get(&key)?;
-            out.push(
-                seen.iter()
-                    .find(|c| c.matches(block, start, &st.offsets))?
-                    .values
-                    .clone(),
-            );
-        }
-        Some(out)
-    }
-
-    /// The values of every state of a handle whose stream is uncompressed, in state order.
+    /// The values of every state of a handle whose stream is uncompressed, in state order. With
+    /// Flink's layout (`blocks`: one block per state, ascending offsets, checked by the header's
+    /// parse), a block that is k copies of its first k-th is reduced to that first copy, which is
+    /// then looked up among the states seen before (a `memcmp` of the copy, not of the block: each
+    /// subtask's block is read once, by the shifted compare), or counted.
     fn handle_values(
         &mut self,
         h: &OperatorHandle,
@@ -509,56 +503,49 @@ impl Seen {
         blocks: Option<&opstate::Blocks>,
         kafka: &[Option<Decoder>],
     ) -> Result<Vec<ElementValues>> {
-        if let Some(values) = self.known(h, stream, kafka) {
-            return Ok(values);
-        }
         let len = stream.len() as u64;
-        // Flink's layout (one block per state, ascending offsets, checked by the header's parse);
-        // None for any other.
         let mut ranges = None;
         let mut out = Vec::with_capacity(h.states.len());
         for (i, st) in h.states.iter().enumerate() {
-            let block = blocks.as_ref().and_then(|b| b[i]);
-            let key = block.map(|(start, end)| {
-                (
-                    st.name.to_string(),
-                    kafka[i].is_some(),
-                    st.offsets.len(),
-                    end - start,
-                )
-            });
-            if let (Some((start, end)), Some(key)) = (block, &key) {
-                let bytes = &stream[start as usize..end as usize];
-                if let Some(c) = self
-                    .by_shape
-                    .get(key)
-                    .and_then(|cs| cs.iter().find(|c| c.matches(bytes, start, &st.offsets)))
-                {
-                    out.push(c.values.clone());
-                    continue;
+            let Some((start, end)) = blocks.as_ref().and_then(|b| b[i]) else {
+                if ranges.is_none() {
+                    ranges = Some(opstate::element_ranges(h, len)?);
                 }
-            }
-            let values = match block {
-                Some((_, end)) => {
-                    ElementValues::of(kafka[i], stream, Elements::Offsets(&st.offsets, end))
-                }
+                let ranges = &ranges.as_ref().expect("just set")[i];
+                out.push(ElementValues::of(
+                    kafka[i],
+                    stream,
+                    Elements::Ranges(ranges),
+                ));
+                continue;
+            };
+            let (part, part_end, copies) = first_copy(stream, &st.offsets, end);
+            let key = (
+                st.name.to_string(),
+                kafka[i].is_some(),
+                part.len(),
+                part_end - start,
+            );
+            let bytes = &stream[start as usize..part_end as usize];
+            let known = self
+                .by_shape
+                .get(&key)
+                .and_then(|cs| cs.iter().find(|c| c.matches(bytes, start, &part)));
+            let values = match known {
+                Some(c) => c.values.clone(),
                 None => {
-                    if ranges.is_none() {
-                        ranges = Some(opstate::element_ranges(h, len)?);
-                    }
-                    let ranges = &ranges.as_ref().expect("just set")[i];
-                    ElementValues::of(kafka[i], stream, Elements::Ranges(ranges))
+                    let values =
+                        ElementValues::of(kafka[i], stream, Elements::Offsets(&part, part_end));
+                    self.by_shape.entry(key).or_default().push(SeenState {
+                        block: stream.slice(start as usize..part_end as usize),
+                        start,
+                        offsets: part,
+                        values: values.clone(),
+                    });
+                    values
                 }
             };
-            if let (Some((start, end)), Some(key)) = (block, key) {
-                self.by_shape.entry(key).or_default().push(SeenState {
-                    block: stream.slice(start as usize..end as usize),
-                    start,
-                    offsets: st.offsets.clone(),
-                    values: values.clone(),
-                });
-            }
-            out.push(values);
+            out.push(values.times(copies));
         }
         Ok(out)
     }
@@ -667,7 +654,12 @@ fn location(h: &StreamHandle) -> String {
     }
 }
 
-fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> HandleReport {
+fn handle_report(
+    cp: &dyn StreamSource,
+    h: &OperatorHandle,
+    seen: &mut Seen,
+    unmap: &Unmap,
+) -> HandleReport {
     let mut r = HandleReport {
         kind: h.kind().to_string(),
         delegate_kind: h.delegate.as_ref().map_or("null", |d| d.kind()).to_string(),
@@ -759,6 +751,7 @@ fn handle_report(cp: &dyn StreamSource, h: &OperatorHandle, seen: &mut Seen) -> 
         }
         Err(e) => r.stream_error = e.in_file(&name).to_string(),
     }
+    unmap.done(stream);
     r
 }
 
@@ -838,7 +831,10 @@ mod tests {
         let ranges: Vec<(u64, u64)> = (0..n).map(|i| (7 + i * e, 7 + (i + 1) * e)).collect();
         let end = stream.len() as u64;
         let decode = Some(kafka::decode_legacy as Decoder);
-        let copies = ElementValues::of(decode, &stream, Elements::Offsets(&offsets, end));
+        let (part, part_end, k) = first_copy(&stream, &offsets, end);
+        assert_eq!((part.len(), k), (3, 96));
+        let copies =
+            ElementValues::of(decode, &stream, Elements::Offsets(&part, part_end)).times(k);
         let each = ElementValues::of(decode, &stream, Elements::Ranges(&ranges));
         assert_eq!(
             (copies.bytes, copies.distinct, copies.digest, &copies.kafka),
@@ -850,7 +846,9 @@ mod tests {
         let last = stream.len() - 1;
         stream[last] = 7;
         assert!(repeated(&stream, &offsets, end).is_none());
-        let changed = ElementValues::of(decode, &stream, Elements::Offsets(&offsets, end));
+        let (part, part_end, k) = first_copy(&stream, &offsets, end);
+        assert_eq!(k, 1);
+        let changed = ElementValues::of(decode, &stream, Elements::Offsets(&part, part_end));
         assert_eq!(changed.distinct, 3);
         assert_ne!(changed.digest, copies.digest);
     }

@@ -241,10 +241,16 @@ public final class InspectReport {
          * no such state or it is Kafka's.
          */
         public String kafkaLegacyLookAlike() {
-            boolean has = subtasks.stream().flatMap(s -> s.operatorStateHandles().stream())
-                    .flatMap(h -> h.states().stream()).anyMatch(st -> st.name().equals(KAFKA_LEGACY_STATE));
-            String t = elementType(KAFKA_LEGACY_STATE);
-            return has && !t.equals(KAFKA_LEGACY_ELEMENT_TYPE) ? t : null;
+            for (SubtaskInfo s : subtasks) {
+                for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    for (StateInfo st : h.states()) {
+                        if (!st.name().equals(KAFKA_LEGACY_STATE)) continue;
+                        String t = elementType(KAFKA_LEGACY_STATE);
+                        return t.equals(KAFKA_LEGACY_ELEMENT_TYPE) ? null : t;
+                    }
+                }
+            }
+            return null;
         }
 
         /**
