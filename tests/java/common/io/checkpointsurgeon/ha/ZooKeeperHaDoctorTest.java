@@ -79,6 +79,8 @@ public class ZooKeeperHaDoctorTest {
 
         CliProcess.Result doctor = CliProcess.withFlink("doctor", dir, "--zookeeper-quorum", zk.connectString(),
                 "--cluster-id", HaCluster.CLUSTER_ID).run();
+        System.out.println("doctor " + dir + " --zookeeper-quorum " + zk.connectString() + " --cluster-id "
+                + HaCluster.CLUSTER_ID + "\n" + doctor.output);
         assertEquals(doctor.toString(), 4, doctor.exitCode);
         assertTrue(doctor.output, doctor.output.contains("STALE_UNION_STATE"));
         List<String> fixes = lines(doctor.output, "fix:"), alternatives = lines(doctor.output, "or:");
