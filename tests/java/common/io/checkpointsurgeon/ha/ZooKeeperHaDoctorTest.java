@@ -102,6 +102,11 @@ public class ZooKeeperHaDoctorTest {
         all.addAll(fixes);
         assertEquals(doctor.output, all.size(), all.stream().distinct().count());
 
+        CliProcess.Result json = CliProcess.withFlink("doctor", dir, "--json", "--zookeeper-quorum", zk.connectString(),
+                "--cluster-id", HaCluster.CLUSTER_ID).run();
+        assertEquals(json.toString(), 4, json.exitCode);
+        assertTrue(json.output, json.output.contains("\"fix\": \"" + fixes.get(0) + "\""));
+
         // Each line as printed, the alternatives first (de-duplicating leaves the state for the fix
         // to remove): each exits 0 and changes the HA files.
         for (String line : all) {

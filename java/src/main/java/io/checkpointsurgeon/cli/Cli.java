@@ -361,14 +361,17 @@ public final class Cli {
             private final java.util.List<Problem> findings;
 
             public Result(String path, java.util.List<CheckpointSurgeon.Finding> findings) {
-                this(path, findings, r -> command(r, path));
-            }
-
-            Result(String path, java.util.List<CheckpointSurgeon.Finding> findings,
-                    java.util.function.Function<CheckpointSurgeon.Remedy, String> command) {
                 this.path = path;
                 this.findings = new java.util.ArrayList<>();
-                for (CheckpointSurgeon.Finding f : findings) this.findings.add(Problem.of(f, command));
+                for (CheckpointSurgeon.Finding f : findings) this.findings.add(Problem.of(f, r -> command(r, path)));
+            }
+
+            /** The findings with their remedies as {@code command} prints them (an HA dir's: ha repair). */
+            static Result of(String path, java.util.List<CheckpointSurgeon.Finding> findings,
+                    java.util.function.Function<CheckpointSurgeon.Remedy, String> command) {
+                Result r = new Result(path, java.util.List.of());
+                for (CheckpointSurgeon.Finding f : findings) r.findings.add(Problem.of(f, command));
+                return r;
             }
 
             public String path() {
@@ -423,7 +426,7 @@ public final class Cli {
                 java.util.List<Path> files = CheckpointSurgeon.haFiles(path);
                 for (int i = 0; i < files.size(); i++) {
                     err.printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
-                    results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i)),
+                    results.add(Result.of(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i)),
                             r -> haCommand(r, path.toString(), haOptions(!r.action().equals("ha list")))));
                 }
             } else {
