@@ -9,7 +9,7 @@
 //! one offset for all elements of a state.
 
 use crate::codec::io::Reader;
-use crate::codec::opstate::{MetaInfoEntry, SerializerSnapshot};
+use crate::codec::metainfo::{MetaInfoEntry, SerializerSnapshot};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 
@@ -289,7 +289,7 @@ pub fn split(layout: &Layout, data: &[u8], count: usize) -> Option<Vec<(usize, u
 mod tests {
     use super::*;
     use crate::codec::io::JStr;
-    use crate::codec::opstate::EntryKind;
+    use crate::codec::metainfo::EntryKind;
 
     /// An entry whose VALUE_SERIALIZER snapshot is `class` with `body`, as the stream holds it.
     fn entry(class: &str, body: &[u8]) -> (Bytes, MetaInfoEntry) {
