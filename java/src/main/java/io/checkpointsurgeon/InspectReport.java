@@ -1,10 +1,6 @@
 package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.internal.Json;
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -5,7 +5,6 @@ import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
 import java.io.PrintWriter;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -14,7 +13,7 @@ import picocli.CommandLine.Parameters;
 @Command(name = "diff", mixinStandardHelpOptions = true,
         description = "Compare two checkpoints: per operator and state the elements, bytes and distinct values in A and"
                 + " in B, the growth factor, states added or removed, and keyed and coordinator state sizes.")
-final class DiffCommand implements Callable<Integer> {
+final class DiffCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "A", description = "the older checkpoint or savepoint")
     String a;
 
@@ -31,19 +30,16 @@ final class DiffCommand implements Callable<Integer> {
     @CommandLine.Mixin
     FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Override
     public Integer call() throws CheckpointSurgeonException {
         fs.apply(a);
         fs.apply(b);
         Growth.Diff d = Growth.diff(CheckpointSurgeon.inspect(a), CheckpointSurgeon.inspect(b));
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         out.print(json.json ? d.toJson() : TextRenderer.diff(d));
         out.flush();
         if (maxGrowth != null && d.maxFactor() > maxGrowth) {
-            spec.commandLine().getErr().printf(Locale.ROOT, "a state grew by x%.2f, more than --max-growth %s%n",
+            err().printf(Locale.ROOT, "a state grew by x%.2f, more than --max-growth %s%n",
                     d.maxFactor(), maxGrowth);
             return Cli.FINDINGS;
         }

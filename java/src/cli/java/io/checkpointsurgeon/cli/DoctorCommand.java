@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -18,7 +17,7 @@ import picocli.CommandLine.Parameters;
 
 @Command(name = "doctor", mixinStandardHelpOptions = true,
         description = "Find what is wrong with a checkpoint, savepoint or HA dir, and print the command that fixes it.")
-final class DoctorCommand implements Callable<Integer> {
+final class DoctorCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file, checkpoint/savepoint dir, or HA dir/file;"
             + " checkpoints may be Flink paths such as s3://...")
     String pathArg;
@@ -33,14 +32,10 @@ final class DoctorCommand implements Callable<Integer> {
             + " higher is found: error (default) or warning")
     String failOn = "error";
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Override
     public Integer call() throws CheckpointSurgeonException {
         if (!failOn.equalsIgnoreCase("error") && !failOn.equalsIgnoreCase("warning")) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--fail-on must be error or warning, not "
-                    + failOn);
+            throw usage("--fail-on must be error or warning, not " + failOn);
         }
         // per checkpoint or HA file: its path and findings
         List<Map.Entry<String, List<CheckpointSurgeon.Finding>>> results = new ArrayList<>();
@@ -55,14 +50,14 @@ final class DoctorCommand implements Callable<Integer> {
             if (ha) {
                 List<Path> files = CheckpointSurgeon.haFiles(path);
                 for (int i = 0; i < files.size(); i++) {
-                    spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
+                    err().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
                     results.add(Map.entry(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i))));
                 }
             } else {
                 results.add(Map.entry(path.toString(), CheckpointSurgeon.doctor(Prefetch.inspect(pathArg), pathArg)));
             }
         }
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         if (json) {
             out.print(Json.write(json(results)));
         } else {

@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -20,7 +19,7 @@ import picocli.CommandLine.Parameters;
         description = "List every completedCheckpoint file with its job, checkpoint id, size and union states;"
                 + " with --kubernetes, first the HA ConfigMaps' pointers to them, the pointers without a file and"
                 + " the files without a pointer.")
-final class HaListCommand implements Callable<Integer> {
+final class HaListCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "HA_DIR", description = "high-availability.storageDir (or its <cluster-id> dir)")
     Path dir;
 
@@ -29,9 +28,6 @@ final class HaListCommand implements Callable<Integer> {
 
     @CommandLine.Mixin
     KubernetesMixin k8s = new KubernetesMixin();
-
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
 
     /** One HA file as listed: what it belongs to, and its union states (JSON: its fields). */
     private static final class Entry {
@@ -46,7 +42,7 @@ final class HaListCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws CheckpointSurgeonException {
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         List<Path> files = CheckpointSurgeon.haFiles(dir);
         Map<String, Object> listing = null;
         List<Entry> entries = new ArrayList<>();
@@ -66,7 +62,7 @@ final class HaListCommand implements Callable<Integer> {
         }
         for (int i = 0; i < files.size(); i++) {
             Path f = files.get(i);
-            spec.commandLine().getErr().printf("[%d/%d] %s%n", i + 1, files.size(), f);
+            err().printf("[%d/%d] %s%n", i + 1, files.size(), f);
             CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
             InspectReport r = CheckpointSurgeon.inspectHa(f);
             List<String> unions = new ArrayList<>();

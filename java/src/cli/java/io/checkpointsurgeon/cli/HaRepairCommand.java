@@ -9,7 +9,6 @@ import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -19,7 +18,7 @@ import picocli.CommandLine.Parameters;
         description = "Remove (or de-duplicate) a state in HA completedCheckpoint files, or relocate them (--from,"
                 + " --to) after their checkpoints moved. Plans by default; --apply rewrites each file in place after"
                 + " a backup. Stop the JobManager first.")
-final class HaRepairCommand implements Callable<Integer> {
+final class HaRepairCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "PATH", description = "a completedCheckpoint file or the HA dir")
     Path path;
 
@@ -63,13 +62,10 @@ final class HaRepairCommand implements Callable<Integer> {
             + " overwrite or use the files it has in memory)")
     boolean force;
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Override
     public Integer call() throws CheckpointSurgeonException {
         if (k8s.kubernetes && zookeeperQuorum != null) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes or --zookeeper-quorum, not both");
+            throw usage("--kubernetes or --zookeeper-quorum, not both");
         }
         String leader = null;
         List<KubernetesHa.Pointer> pointers = null;
@@ -88,13 +84,13 @@ final class HaRepairCommand implements Callable<Integer> {
                     + ". Stop the JobManager(s) before repairing their HA files, or give --force");
         }
         if (leader != null) {
-            spec.commandLine().getErr().println("warning (--force): " + leader);
+            err().println("warning (--force): " + leader);
         } else if (apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
-            spec.commandLine().getErr().println("warning: not checked whether a JobManager holds the cluster's"
+            err().println("warning: not checked whether a JobManager holds the cluster's"
                     + " leadership (give --zookeeper-quorum and --cluster-id, or --kubernetes and --cluster-id)");
         }
         Surgery s = surgery();
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         if (!apply && !json.json) {
             out.println("The JobManager(s) must be stopped before --apply: a running leader rewrites these files.");
         }
@@ -104,8 +100,8 @@ final class HaRepairCommand implements Callable<Integer> {
         } else {
             // the files Flink recovers from; the other pointers and files are named and left alone
             KubernetesHa.RepairSelection selection = KubernetesHa.toRepair(pointers, path, CheckpointSurgeon.haFiles(path));
-            spec.commandLine().getErr().print(TextRenderer.passedOver(selection, path));
-            spec.commandLine().getErr().flush();
+            err().print(TextRenderer.passedOver(selection, path));
+            err().flush();
             files = selection.files();
         }
         // all-or-nothing with --apply: every file is staged and validated before any is switched
@@ -130,7 +126,7 @@ final class HaRepairCommand implements Callable<Integer> {
                         : s.andRemoveState(selection.selector(true), state));
             }
         } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            throw usage(e.getMessage());
         }
         if (metadataOnly) s.metadataOnly();
         return s;

@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -21,7 +20,7 @@ import picocli.CommandLine.Parameters;
                 + " or a job's checkpoint directory (its chk-* are taken). Finds a union state that is multiplied by"
                 + " the parallelism from checkpoint to checkpoint, the signature of a state nothing reads, while it is"
                 + " still small; exits 4 when it finds one.")
-final class HistoryCommand implements Callable<Integer> {
+final class HistoryCommand extends BaseCommand {
     @Parameters(arity = "1..*", paramLabel = "PATH", description = "checkpoints, savepoints, or directories holding them")
     List<String> paths;
 
@@ -38,9 +37,6 @@ final class HistoryCommand implements Callable<Integer> {
     @CommandLine.Mixin
     FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Override
     public Integer call() throws CheckpointSurgeonException {
         List<InspectReport> reports = new ArrayList<>();
@@ -51,12 +47,12 @@ final class HistoryCommand implements Callable<Integer> {
             }
         }
         if (reports.isEmpty()) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "no checkpoint under " + paths);
+            throw usage("no checkpoint under " + paths);
         }
         Growth.History h = Growth.history(reports);
         Growth.Checkpoint last = h.checkpoints().get(h.checkpoints().size() - 1);
         String lastDir = last.path().endsWith("/_metadata") ? last.path().substring(0, last.path().length() - 10) : last.path();
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         out.print(json.json ? h.toJson() : TextRenderer.history(h, lastDir));
         out.flush();
         if (svg != null) NewFile.write(svg, "--svg", SvgChart.of(h));

@@ -6,7 +6,6 @@ import io.checkpointsurgeon.InspectReport;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -14,7 +13,7 @@ import picocli.CommandLine.Parameters;
 
 @Command(name = "inspect", mixinStandardHelpOptions = true,
         description = "Show every operator of a checkpoint or savepoint, its states, and their sizes.")
-final class InspectCommand implements Callable<Integer> {
+final class InspectCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory;"
             + " local, or a Flink path such as s3://bucket/checkpoints/<job>/chk-42")
     String path;
@@ -32,14 +31,11 @@ final class InspectCommand implements Callable<Integer> {
     @CommandLine.Mixin
     FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Override
     public Integer call() throws CheckpointSurgeonException {
         fs.apply(path);
         InspectReport r = Prefetch.inspect(path);
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         out.print(json ? r.toJson() : TextRenderer.inspect(r, subtasks));
         out.flush();
         if (html != null) {

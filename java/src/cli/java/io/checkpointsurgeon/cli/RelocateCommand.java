@@ -43,11 +43,11 @@ final class RelocateCommand extends SurgeryCommand {
         List<String> paths = new ArrayList<>();
         for (SurgeryPlan.Relocation r : plan.relocated()) paths.add(r.newPath());
         List<String> missing = CheckpointSurgeon.missingFiles(paths);
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         out.print(TextRenderer.relocationCheck(paths.size(), missing));
         out.flush();
         if (missing.isEmpty()) return null;
-        spec.commandLine().getErr().println("error [VALIDATION]: " + missing.size() + " rewritten paths do not exist"
+        err().println("error [VALIDATION]: " + missing.size() + " rewritten paths do not exist"
                 + " under " + to + (apply ? "; nothing was written" : "") + ". Copy the files there first.");
         return Cli.INVALID;
     }

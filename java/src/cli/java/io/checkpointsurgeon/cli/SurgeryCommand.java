@@ -5,7 +5,6 @@ import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import java.io.PrintWriter;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -15,7 +14,7 @@ import picocli.CommandLine.Parameters;
  * plan by default; --apply writes to --output (a new directory) or --in-place. A subclass builds
  * the {@link Surgery} from its options.
  */
-abstract class SurgeryCommand implements Callable<Integer> {
+abstract class SurgeryCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "PATH", description = "a _metadata file or the checkpoint/savepoint directory;"
             + " local, or a Flink path such as s3://bucket/checkpoints/<job>/chk-42")
     String path;
@@ -49,9 +48,6 @@ abstract class SurgeryCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print the plan (and result) as JSON")
     boolean json;
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     /** The surgery of this command's options; an IllegalArgumentException is a usage error. */
     abstract Surgery surgery() throws CheckpointSurgeonException;
 
@@ -79,7 +75,7 @@ abstract class SurgeryCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--apply needs exactly one of --output DIR and --in-place");
             }
         } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            throw usage(e.getMessage());
         }
         fs.apply(path);
         SurgeryPlan planned = apply ? null : CheckpointSurgeon.plan(path, surgery);
@@ -88,7 +84,7 @@ abstract class SurgeryCommand implements Callable<Integer> {
         SurgeryPlan plan = planned != null ? planned
                 : inPlace ? CheckpointSurgeon.applyInPlace(path, surgery)
                 : CheckpointSurgeon.apply(path, surgery, output);
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         out.print(json ? plan.toJson() : TextRenderer.plan(plan));
         out.flush();
         return Cli.OK;

@@ -3,7 +3,6 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -12,7 +11,7 @@ import picocli.CommandLine.Option;
         description = "Follow the checkpoints of running jobs (Flink's REST API or a checkpoint directory): the doctor"
                 + " on every new one, Prometheus metrics per job, operator and state, a hook on new findings."
                 + " Reads checkpoints only.")
-final class WatchCommand implements Callable<Integer> {
+final class WatchCommand extends BaseCommand {
     @Option(names = "--rest", paramLabel = "URL", description = "Flink's REST address, e.g. http://jobmanager:8081:"
             + " the latest completed checkpoint of every job it lists")
     String rest;
@@ -46,16 +45,13 @@ final class WatchCommand implements Callable<Integer> {
     @CommandLine.Mixin
     FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Override
     public Integer call() throws Exception {
         if ((rest == null) == (dir == null)) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "give exactly one of --rest and --dir");
+            throw usage("give exactly one of --rest and --dir");
         }
         if (rest != null) fs.configure(); // the REST API may name checkpoints on any file system
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = out();
         try (Watch w = new Watch(rest, dir, onFinding, hookTimeout * 1000,
                 once ? new PrintWriter(System.err, true) : out)) {
             if (metricsPort != null) {

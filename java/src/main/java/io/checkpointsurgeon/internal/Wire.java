@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * Every payload that crosses JNI, defined once; the Rust twin is {@code native/src/wire.rs}, whose
@@ -206,19 +207,12 @@ final class Wire {
             boolean metadataOnly = r.bool();
             long metadataBytesBefore = r.i64();
             long metadataBytesAfter = r.i64();
-            int changesCount = r.count(48);
-            List<SurgeryPlan.Change> changes = new ArrayList<>(changesCount);
-            for (int i = 0; i < changesCount; i++) changes.add(change(r));
-            int newStreamsCount = r.count(16);
-            List<SurgeryPlan.NewStream> newStreams = new ArrayList<>(newStreamsCount);
-            for (int i = 0; i < newStreamsCount; i++) newStreams.add(newStream(r));
+            List<SurgeryPlan.Change> changes = r.list(48, Wire::change);
+            List<SurgeryPlan.NewStream> newStreams = r.list(16, Wire::newStream);
             int operators = r.i32();
-            int relocatedCount = r.count(8);
-            List<SurgeryPlan.Relocation> relocated = new ArrayList<>(relocatedCount);
-            for (int i = 0; i < relocatedCount; i++) relocated.add(relocation(r));
+            List<SurgeryPlan.Relocation> relocated = r.list(8, Wire::relocation);
             SurgeryPlan plan = new SurgeryPlan(source, metadataOnly ? SurgeryPlan.Depth.METADATA_ONLY
-                    : SurgeryPlan.Depth.PURGE, metadataBytesBefore, metadataBytesAfter, List.copyOf(changes), List.copyOf(newStreams),
-                    null, List.copyOf(relocated));
+                    : SurgeryPlan.Depth.PURGE, metadataBytesBefore, metadataBytesAfter, changes, newStreams, null, relocated);
             Staged staged;
             if (r.bool()) {
                 String metadataTmp = r.str();
@@ -270,15 +264,11 @@ final class Wire {
             long checkpointId = r.i64();
             long metadataBytes = r.i64();
             long propertiesBytes = r.i64();
-            int masterStatesCount = r.count(16);
-            List<InspectReport.MasterStateInfo> masterStates = new ArrayList<>(masterStatesCount);
-            for (int i = 0; i < masterStatesCount; i++) masterStates.add(masterState(r));
-            int operatorsCount = r.count(37);
-            List<InspectReport.OperatorInfo> operators = new ArrayList<>(operatorsCount);
-            for (int i = 0; i < operatorsCount; i++) operators.add(operator(r));
+            List<InspectReport.MasterStateInfo> masterStates = r.list(16, Wire::masterState);
+            List<InspectReport.OperatorInfo> operators = r.list(37, Wire::operator);
             r.end();
             return new InspectReport(source, metadataVersion, checkpointId, metadataBytes, propertiesBytes,
-                    List.copyOf(masterStates), List.copyOf(operators));
+                    masterStates, operators);
         } catch (BufferUnderflowException | IllegalArgumentException e) {
             throw r.malformed(e);
         }
@@ -302,11 +292,9 @@ final class Wire {
         boolean fullyFinished = r.bool();
         int finishedSubtasks = r.i32();
         InspectReport.KafkaEnumerator kafkaEnumerator = r.bool() ? kafkaEnumerator(r) : null;
-        int subtasksCount = r.count(24);
-        List<InspectReport.SubtaskInfo> subtasks = new ArrayList<>(subtasksCount);
-        for (int i = 0; i < subtasksCount; i++) subtasks.add(subtask(r));
+        List<InspectReport.SubtaskInfo> subtasks = r.list(24, Wire::subtask);
         return new InspectReport.OperatorInfo(id, name, uid, parallelism, maxParallelism, coordinatorStateBytes,
-                fullyFinished, finishedSubtasks, kafkaEnumerator, List.copyOf(subtasks)).withCoordinatorHead(coordinatorHead);
+                fullyFinished, finishedSubtasks, kafkaEnumerator, subtasks).withCoordinatorHead(coordinatorHead);
     }
 
     /** A split of the enumerator state: its topic partition and offsets, and 0 (assigned) or 1 (pending). */
@@ -352,11 +340,9 @@ final class Wire {
         boolean compressed = r.bool();
         String streamError = r.str();
         long headerBytes = r.i64();
-        int statesCount = r.count(44);
-        List<InspectReport.StateInfo> states = new ArrayList<>(statesCount);
-        for (int i = 0; i < statesCount; i++) states.add(state(r));
+        List<InspectReport.StateInfo> states = r.list(44, Wire::state);
         return new InspectReport.OperatorStateHandleInfo(kind, delegateKind, location, delegateSize, inline,
-                proxyVersion, compressed, streamError, headerBytes, List.copyOf(states));
+                proxyVersion, compressed, streamError, headerBytes, states);
     }
 
     private static InspectReport.StateInfo state(Reader r) {
@@ -367,11 +353,9 @@ final class Wire {
         String serializer = r.str();
         long distinctElements = r.i64();
         long digest = r.i64();
-        int kafkaOffsetsCount = r.count(32);
-        List<InspectReport.KafkaOffset> kafkaOffsets = new ArrayList<>(kafkaOffsetsCount);
-        for (int i = 0; i < kafkaOffsetsCount; i++) kafkaOffsets.add(kafkaOffset(r));
+        List<InspectReport.KafkaOffset> kafkaOffsets = r.list(32, Wire::kafkaOffset);
         return new InspectReport.StateInfo(name, mode, elements, bytes, serializer, distinctElements, digest,
-                List.copyOf(kafkaOffsets));
+                kafkaOffsets);
     }
 
     /** An offset of a Kafka state and how many elements hold it. */
@@ -393,9 +377,7 @@ final class Wire {
     static List<StateFile> stateFiles(byte[] payload) throws CheckpointSurgeonException {
         Reader r = new Reader(payload, STATE_FILES, "state files");
         try {
-            int outCount = r.count(6);
-            List<StateFile> out = new ArrayList<>(outCount);
-            for (int i = 0; i < outCount; i++) out.add(stateFile(r));
+            List<StateFile> out = r.list(6, Wire::stateFile);
             r.end();
             return out;
         } catch (BufferUnderflowException | IllegalArgumentException e) {
@@ -559,6 +541,14 @@ final class Wire {
             byte[] b = new byte[count(1)];
             in.get(b);
             return b;
+        }
+
+        /** A list of items of at least {@code minBytes} each, each read by {@code item}; unmodifiable. */
+        <T> List<T> list(int minBytes, Function<Reader, T> item) {
+            int n = count(minBytes);
+            List<T> l = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) l.add(item.apply(this));
+            return List.copyOf(l);
         }
 
         List<String> strs() {
