@@ -23,9 +23,9 @@
 //!   update type, visibility, cleanup) are not in the meta info.
 //!
 //! A snapshot body's end is found by reading the body where its class is known
-//! ([`elements::read_snapshot`]) and checking that what must follow does (the next serializer key,
-//! the next entry, the end of the header); otherwise from what must follow, searched in the
-//! header (which the caller bounds by where the data starts).
+//! ([`elements::read_snapshot`]); otherwise from what must follow it (the next serializer key, the
+//! next entry, the end of the header), searched in the header, which the caller bounds by where
+//! the data starts.
 
 use crate::codec::elements::{self, Layout, SnapshotInfo};
 use crate::codec::io::{JStr, Reader};
@@ -302,9 +302,11 @@ impl Parser<'_> {
         let mut probe = Reader::new(self.buf.clone());
         probe.seek(body_start)?;
         let parsed = elements::read_snapshot(&mut probe, &class_name.to_string_lossy(), version, 0);
+        // a body the tool understands ends where it was read to: what follows is then parsed and
+        // checked in turn, so a corruption there is named where it is, never searched around
         let (end, info) = match parsed {
-            Ok(info) if self.follows(probe.pos(), follow) => (probe.pos(), Some(info)),
-            _ => (
+            Ok(info) => (probe.pos(), Some(info)),
+            Err(_) => (
                 self.find(body_start, follow).ok_or_else(|| {
                     Error::format(
                         body_start as u64,
