@@ -773,7 +773,7 @@ fn a_truncated_sst_footer_is_a_note_with_the_file_and_the_rest_is_counted() {
         let (dir, file, bytes) = an_sst(version);
         assert!(sst::read(&bytes).is_ok());
         for cut in [10, 30, bytes.len() - 40] {
-            let short = &bytes[..bytes.len() - cut];
+            let short = bytes[..bytes.len() - cut].to_vec();
             let e = sst::read(&short).unwrap_err().to_string();
             assert!(e.contains("at byte"), "{version} cut {cut}: {e}");
         }

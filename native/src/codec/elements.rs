@@ -22,7 +22,7 @@
 //! operator state (one offset for all elements of a state), and the heap backend's uncompressed
 //! full checkpoints (`codec::keyed::heap`).
 
-use crate::codec::io::Reader;
+use crate::codec::io::{JStr, Reader};
 use crate::codec::opstate::{MetaInfoEntry, SerializerSnapshot};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -289,6 +289,27 @@ fn unsupported(e: NotKnown, s: &SerializerSnapshot, state: &str) -> Error {
             e.0, s.class_name
         ),
     }
+}
+
+/// The header of a serializer snapshot as `TypeSerializerSnapshotSerializationProxy` writes it: its
+/// version (2 since Flink 1.7; version 1 is refused), the snapshot class and the snapshot's
+/// version. `of` says whose snapshot it is, for the message.
+pub fn read_snapshot_header(r: &mut Reader, of: &str) -> Result<(JStr, i32)> {
+    let at = r.pos();
+    let proxy = r.i32("the serializer snapshot proxy version")?;
+    if proxy != 2 {
+        return Err(Error::Unsupported {
+            file: String::new(),
+            offset: at as u64,
+            what: format!(
+                "serializer snapshot proxy version {proxy} of {of} (version 2, written since \
+                 Flink 1.7, is read)"
+            ),
+        });
+    }
+    let class = r.utf("a serializer snapshot class name")?;
+    let version = r.i32("a serializer snapshot version")?;
+    Ok((class, version))
 }
 
 /// What one serializer snapshot says: its class and version, the classes its body names (a
@@ -648,5 +669,34 @@ mod tests {
         assert_eq!(t.end(&e[..23], 0), None);
         assert_eq!(Layout::ByteArray.end(&[0, 0, 0, 2, 1, 2], 0), Some(6));
         assert_eq!(Layout::ByteArray.end(&[0xFF, 0, 0, 2, 1, 2], 0), None);
+    }
+
+    #[test]
+    fn lists_maps_and_pojos_of_keyed_state() {
+        // ListSerializer: count, elements
+        let list = Layout::List(Box::new(Layout::Fixed(8)));
+        let mut d = 2i32.to_be_bytes().to_vec();
+        d.extend_from_slice(&[7; 16]);
+        assert_eq!(list.end(&d, 0), Some(20));
+        assert_eq!(list.end(&d[..19], 0), None);
+        // a count the bytes cannot hold is refused at once, not walked
+        let mut huge = 0x7FFF_FFFFi32.to_be_bytes().to_vec();
+        huge.extend_from_slice(&[0; 64]);
+        assert_eq!(list.end(&huge, 0), None);
+        // MapSerializer: count, then key, null flag, value unless null
+        let map = Layout::Map(Box::new(Layout::Fixed(8)), Box::new(Layout::String));
+        let mut d = 2i32.to_be_bytes().to_vec();
+        d.extend_from_slice(&[1; 8]);
+        d.extend_from_slice(&[0, 3, b'a', b'b']); // not null, "ab"
+        d.extend_from_slice(&[2; 8]);
+        d.push(1); // null
+        assert_eq!(map.end(&d, 0), Some(d.len()));
+        // PojoSerializer: flags (1 null, 2 no subclass), then per field a null flag and value
+        let pojo = Layout::Pojo(vec![Layout::Fixed(8), Layout::String]);
+        assert_eq!(pojo.end(&[1], 0), Some(1));
+        let d = [&[2u8, 0][..], &[9; 8], &[1]].concat();
+        assert_eq!(pojo.end(&d, 0), Some(d.len()));
+        // a subclass (flags 4 or 8) has no layout the tool knows
+        assert_eq!(pojo.end(&[4, 0], 0), None);
     }
 }

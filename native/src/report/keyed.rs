@@ -165,6 +165,27 @@ pub struct HandleReport {
     pub error: Option<String>,
 }
 
+impl HandleReport {
+    /// A handle whose bytes are not broken down: all of them unattributed.
+    fn unread(hr: &HandleReadings) -> Self {
+        let size = hr.size.max(0) as u64;
+        HandleReport {
+            subtask: hr.subtask,
+            raw: hr.raw,
+            kind: hr.kind.to_string(),
+            format: None,
+            key_groups: (0, 0),
+            total_bytes: size,
+            header_bytes: 0,
+            overhead_bytes: 0,
+            unattributed_bytes: size,
+            stored_apportioned: false,
+            notes: Vec::new(),
+            error: None,
+        }
+    }
+}
+
 /// One handle's readings, as the commit layer hands them over: the operator (index in
 /// `_metadata`), the subtask, raw or managed, and the readings (one per part of a changelog
 /// handle), or for raw keyed state its kind and size only.
@@ -192,27 +213,15 @@ pub fn build(md: &CheckpointMetadata, mut readings: Vec<HandleReadings>) -> Keye
         };
         for hr in readings.iter().filter(|r| r.operator == index) {
             if hr.raw {
-                o.handles.push(HandleReport {
-                    subtask: hr.subtask,
-                    raw: true,
-                    kind: hr.kind.to_string(),
-                    format: None,
-                    key_groups: (0, 0),
-                    total_bytes: hr.size.max(0) as u64,
-                    header_bytes: 0,
-                    overhead_bytes: 0,
-                    unattributed_bytes: hr.size.max(0) as u64,
-                    stored_apportioned: false,
-                    notes: vec![Note {
-                        file: String::new(),
-                        offset: 0,
-                        message: "raw keyed state is written by the operator itself (for \
-                                  example heap timers next to the RocksDB backend), not broken \
-                                  down by state"
-                            .into(),
-                    }],
-                    error: None,
+                let mut h = HandleReport::unread(hr);
+                h.notes.push(Note {
+                    file: String::new(),
+                    offset: 0,
+                    message: "raw keyed state is written by the operator itself (for example \
+                              heap timers next to the RocksDB backend), not broken down by state"
+                        .into(),
                 });
+                o.handles.push(h);
                 continue;
             }
             for r in &hr.readings {
@@ -234,20 +243,11 @@ pub fn build(md: &CheckpointMetadata, mut readings: Vec<HandleReadings>) -> Keye
                             error: None,
                         });
                     }
-                    Err(e) => o.handles.push(HandleReport {
-                        subtask: hr.subtask,
-                        raw: false,
-                        kind: hr.kind.to_string(),
-                        format: None,
-                        key_groups: (0, 0),
-                        total_bytes: hr.size.max(0) as u64,
-                        header_bytes: 0,
-                        overhead_bytes: 0,
-                        unattributed_bytes: hr.size.max(0) as u64,
-                        stored_apportioned: false,
-                        notes: Vec::new(),
-                        error: Some(e.to_string()),
-                    }),
+                    Err(e) => {
+                        let mut h = HandleReport::unread(hr);
+                        h.error = Some(e.to_string());
+                        o.handles.push(h);
+                    }
                 }
             }
         }
@@ -281,10 +281,7 @@ fn add_reading(o: &mut OperatorKeyed, subtask: i32, r: &HandleReading) {
                     state_type: m.state_type(),
                     serializers,
                     ttl: m.has_ttl(),
-                    total: StateCount {
-                        complete: true,
-                        ..StateCount::default()
-                    },
+                    total: StateCount::none(),
                     per_subtask: Vec::new(),
                     formats: Vec::new(),
                     rocksdb: None,

@@ -1,5 +1,6 @@
 //! The canonical key/value format of keyed state: canonical savepoints of every backend
-//! (`KeyGroupsSavepointStateHandle`) and RocksDB's full checkpoints (`KeyGroupsStateHandle`).
+//! (`KeyGroupsSavepointStateHandle`) and RocksDB's full checkpoints up to Flink 1.15
+//! (`KeyGroupsStateHandle`; `RocksFullSnapshotStrategy`, replaced in 1.16 by RocksDB's own files).
 //! Counted per state from the key-group offsets in `_metadata`, without decoding keys or values.
 //!
 //! Read in Flink's sources (`FullSnapshotAsyncWriter`, `FullSnapshotUtil`,
@@ -48,6 +49,16 @@ pub struct StreamCounts {
     pub stored_apportioned: bool,
 }
 
+impl StreamCounts {
+    /// No data yet for `states` states.
+    pub fn new(states: usize) -> Self {
+        StreamCounts {
+            states: vec![StateCount::none(); states],
+            ..StreamCounts::default()
+        }
+    }
+}
+
 /// The key groups that have data, in stream order, each with where its bytes end: the next one's
 /// offset or the stream's end. Offsets must lie after the header, within the stream, ascending.
 pub fn key_group_blocks(
@@ -92,17 +103,8 @@ pub fn count(
     prefix_bytes: usize,
 ) -> Result<StreamCounts> {
     let n = meta.states.len();
-    let mut out = StreamCounts {
-        states: vec![
-            StateCount {
-                complete: true,
-                ..StateCount::default()
-            };
-            n
-        ],
-        stored_apportioned: meta.compressed,
-        ..StreamCounts::default()
-    };
+    let mut out = StreamCounts::new(n);
+    out.stored_apportioned = meta.compressed;
     let blocks = key_group_blocks(first_key_group, offsets, meta.len as u64, src.len(), false)?;
     if blocks.is_empty() && src.len() != meta.len as u64 {
         return Err(Error::format(

@@ -3,8 +3,9 @@
 //! handle (meta stream, SST properties, MANIFEST), or the parts of a changelog handle.
 //!
 //! Which format a `KeyGroupsStateHandle` holds is not recorded in `_metadata`: heap checkpoints
-//! write every key group with its id first (`HeapSnapshotStrategy`), RocksDB's full checkpoints
-//! the canonical format with empty key groups at offset 0. The reader decides from the offsets and
+//! write every key group with its id first (`HeapSnapshotStrategy`), RocksDB's full checkpoints up
+//! to Flink 1.15 (`RocksFullSnapshotStrategy`; 1.16+ write RocksDB's files instead,
+//! `RocksNativeFullSnapshotStrategy`) the canonical format with empty key groups at offset 0. The reader decides from the offsets and
 //! the first bytes at them (see [`looks_like_heap`]). `KeyGroupsSavepointStateHandle` is always
 //! canonical (`FullSnapshotAsyncWriter` is the only writer of savepoint handles of that class).
 //!
@@ -30,7 +31,7 @@ pub const MAX_META_INFO: u64 = 256 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapshotFormat {
     /// The canonical key/value format: canonical savepoints of every backend, RocksDB's full
-    /// checkpoints.
+    /// checkpoints up to Flink 1.15.
     Canonical,
     /// The heap backend's full checkpoints (and the heap backend's native savepoints).
     HeapCheckpoint,
@@ -232,11 +233,7 @@ fn read_key_groups(
     src: &(dyn StreamSource + Sync),
     prefix: usize,
 ) -> Result<HandleReading> {
-    let kind = KeyedHandle::KeyGroups {
-        code,
-        handle: kg.clone(),
-    }
-    .kind();
+    let kind = key_groups_kind(code);
     let range = (kg.start_key_group, kg.offsets.len() as i32);
     let Some(delegate) = &kg.delegate else {
         let mut r = HandleReading::new(kind, SnapshotFormat::Canonical, range);
@@ -260,11 +257,7 @@ pub fn read_key_groups_stream(
     name: &str,
     prefix: usize,
 ) -> Result<HandleReading> {
-    let kind = KeyedHandle::KeyGroups {
-        code,
-        handle: kg.clone(),
-    }
-    .kind();
+    let kind = key_groups_kind(code);
     let range = (kg.start_key_group, kg.offsets.len() as i32);
     let len = stream.len();
     let header_len = kg
@@ -302,6 +295,15 @@ pub fn read_key_groups_stream(
     r.key_groups_with_data = counts.key_groups_with_data;
     r.meta = Some(meta);
     Ok(r)
+}
+
+/// Flink's class of a key-groups handle of this code (`KeyedHandle::kind`).
+fn key_groups_kind(code: u8) -> &'static str {
+    if code == 7 {
+        "KeyGroupsSavepointStateHandle"
+    } else {
+        "KeyGroupsStateHandle"
+    }
 }
 
 /// Reads the meta info that is the first `len` bytes of `stream`.
@@ -399,13 +401,7 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
         per_state: vec![RocksdbCounts::default(); names.len()],
         ..RocksdbReading::default()
     };
-    r.states = vec![
-        StateCount {
-            complete: true,
-            ..StateCount::default()
-        };
-        names.len()
-    ];
+    r.states = vec![StateCount::none(); names.len()];
     r.header_bytes = meta_stream.len() as u64;
     // the MANIFEST that CURRENT names (the only one in Flink's handles)
     let file_name = |k: &str| k.rsplit('/').next().unwrap_or(k).to_string();

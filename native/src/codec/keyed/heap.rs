@@ -21,7 +21,7 @@
 
 use super::canonical::{key_group_blocks, StreamCounts, STREAM_IDENTIFIER};
 use super::meta::{BackendStateType, KeyedBackendMeta, KeyedSerializer};
-use super::{Note, RangeSource, StateCount, Window, MAX_WINDOW};
+use super::{Note, RangeSource, Window, MAX_WINDOW};
 use crate::codec::elements::{Layout, SnapshotInfo};
 use crate::codec::handles::Offsets;
 use crate::codec::snappy;
@@ -91,16 +91,7 @@ pub fn count(
     notes: &mut Vec<Note>,
 ) -> Result<StreamCounts> {
     let n = meta.states.len();
-    let mut out = StreamCounts {
-        states: vec![
-            StateCount {
-                complete: true,
-                ..StateCount::default()
-            };
-            n
-        ],
-        ..StreamCounts::default()
-    };
+    let mut out = StreamCounts::new(n);
     let layouts = mapping_layouts(meta);
     let blocks = key_group_blocks(first_key_group, offsets, meta.len as u64, src.len(), true)?;
     let mut w = Window::new(src);

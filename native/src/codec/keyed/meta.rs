@@ -284,20 +284,8 @@ impl Parser<'_> {
     }
 
     fn serializer(&mut self, key: JStr, of: &str, follow: Follow) -> Result<KeyedSerializer> {
-        let at = self.r.pos();
-        let proxy = self.r.i32("the serializer snapshot proxy version")?;
-        if proxy != 2 {
-            return Err(Error::Unsupported {
-                file: String::new(),
-                offset: at as u64,
-                what: format!(
-                    "serializer snapshot proxy version {proxy} of {of}'s {key} (version 2, \
-                     written since Flink 1.7, is read)"
-                ),
-            });
-        }
-        let class_name = self.r.utf("a serializer snapshot class name")?;
-        let version = self.r.i32("a serializer snapshot version")?;
+        let (class_name, version) =
+            elements::read_snapshot_header(&mut self.r, &format!("{of}'s {key}"))?;
         let body_start = self.r.pos();
         let mut probe = Reader::new(self.buf.clone());
         probe.seek(body_start)?;

@@ -1,10 +1,10 @@
 //! Keyed state behind the keyed handles of `_metadata`, counted per state without the job's
 //! classes and without decoding keys or values:
 //! - [`meta`]: the keyed backend's meta info (`KeyedBackendSerializationProxy`), which opens every
-//!   canonical savepoint stream, heap checkpoint stream and RocksDB full checkpoint stream, and is
-//!   the whole meta stream of a RocksDB incremental or native handle;
+//!   canonical savepoint stream and heap checkpoint stream, and is the whole meta stream of a
+//!   RocksDB incremental, native or (1.16+) full handle;
 //! - [`canonical`]: the canonical savepoint format (`FullSnapshotAsyncWriter`), also written by
-//!   RocksDB's full checkpoints;
+//!   RocksDB's full checkpoints up to Flink 1.15;
 //! - [`heap`]: the heap backend's full checkpoint format (`HeapSnapshotStrategy`);
 //! - [`sst`]: a RocksDB SST file's footer and properties block (ranged reads, never the data);
 //! - [`manifest`]: a RocksDB MANIFEST (the log of `VersionEdit`s: column families, live files);
@@ -75,7 +75,8 @@ macro_rules! in_memory_source {
     )*};
 }
 
-in_memory_source!(&[u8], Vec<u8>, Bytes);
+// Not for `&[u8]`: its `len` would shadow the slice's own on a `&&[u8]`.
+in_memory_source!(Vec<u8>, Bytes);
 
 /// How much of a source that is not in memory one read brings in.
 const CHUNK: usize = 256 << 10;
@@ -188,6 +189,14 @@ pub struct StateCount {
 }
 
 impl StateCount {
+    /// Nothing counted yet, and nothing missed.
+    pub fn none() -> Self {
+        StateCount {
+            complete: true,
+            ..StateCount::default()
+        }
+    }
+
     pub fn add(&mut self, o: &StateCount) {
         self.entries += o.entries;
         self.raw_bytes += o.raw_bytes;

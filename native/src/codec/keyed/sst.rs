@@ -427,11 +427,103 @@ mod tests {
         assert_eq!(file_number("MANIFEST-000004"), None);
     }
 
+    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let b = (v & 0x7F) as u8;
+            v >>= 7;
+            out.push(if v == 0 { b } else { b | 0x80 });
+            if v == 0 {
+                return;
+            }
+        }
+    }
+
+    /// A meta block (restart interval 1) of these entries, then its trailer (uncompressed,
+    /// masked CRC-32C of the block and the type byte).
+    fn block(entries: &[(&[u8], Vec<u8>)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        let mut restarts = Vec::new();
+        for (k, v) in entries {
+            restarts.push(b.len() as u32);
+            put_varint(&mut b, 0);
+            put_varint(&mut b, k.len() as u64);
+            put_varint(&mut b, v.len() as u64);
+            b.extend_from_slice(k);
+            b.extend_from_slice(v);
+        }
+        for r in &restarts {
+            b.extend_from_slice(&r.to_le_bytes());
+        }
+        b.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
+        let crc = masked_crc32c_of(&[&b, &[0]]);
+        b.push(0);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Properties, then a metaindex pointing at them; the footer is the caller's.
+    fn tables() -> (Vec<u8>, BlockHandle) {
+        let mut entries = Vec::new();
+        put_varint(&mut entries, 5);
+        let props = block(&[
+            (b"rocksdb.column.family.name", b"state-a".to_vec()),
+            (b"rocksdb.num.entries", entries),
+        ]);
+        let mut handle = Vec::new();
+        put_varint(&mut handle, 0);
+        put_varint(&mut handle, props.len() as u64 - TRAILER);
+        let meta = block(&[(b"rocksdb.properties", handle)]);
+        let at = props.len() as u64;
+        let size = meta.len() as u64 - TRAILER;
+        ([props, meta].concat(), BlockHandle { offset: at, size })
+    }
+
+    #[test]
+    fn legacy_and_format_version_6_footers_lead_to_the_properties() {
+        // format_version 6: the metaindex lies right before the footer, only its size is written
+        let (mut file, meta) = tables();
+        let mut footer = vec![4u8]; // XXH3: not checked
+        footer.extend_from_slice(&EXTENDED_MAGIC);
+        footer.extend_from_slice(&[0; 4]); // footer checksum
+        footer.extend_from_slice(&1u32.to_le_bytes()); // base context checksum
+        footer.extend_from_slice(&(meta.size as u32).to_le_bytes());
+        footer.resize(41, 0);
+        footer.extend_from_slice(&6u32.to_le_bytes());
+        footer.extend_from_slice(&BLOCK_BASED_MAGIC.to_le_bytes());
+        file.extend_from_slice(&footer);
+        let f = read(&file).unwrap();
+        assert_eq!(
+            (f.footer.format_version, f.footer.metaindex, f.footer.index),
+            (6, meta, None)
+        );
+        assert_eq!(f.properties.column_family_name.as_deref(), Some("state-a"));
+        assert_eq!(f.properties.num_entries, 5);
+        assert!(!f.checksums_verified);
+        // the legacy footer (format_version 0): two handles padded to 40 bytes, CRC32c checked
+        let (mut file, meta) = tables();
+        let mut footer = Vec::new();
+        put_varint(&mut footer, meta.offset);
+        put_varint(&mut footer, meta.size);
+        footer.resize(40, 0);
+        footer.extend_from_slice(&LEGACY_BLOCK_BASED_MAGIC.to_le_bytes());
+        file.extend_from_slice(&footer);
+        let f = read(&file).unwrap();
+        assert_eq!((f.footer.format_version, f.checksums_verified), (0, true));
+        assert_eq!(f.properties.num_entries, 5);
+        // a flipped bit in the properties fails their checksum, with its offset
+        file[3] ^= 1;
+        let e = read(&file).unwrap_err().to_string();
+        assert!(
+            e.contains("CRC32c checksum") && e.contains("of the properties block"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn short_or_foreign_files_are_refused_with_their_offset() {
-        let e = footer(&&[0u8; 20][..]).unwrap_err().to_string();
+        let e = footer(&vec![0u8; 20]).unwrap_err().to_string();
         assert!(e.contains("at least 48 bytes"), "{e}");
-        let e = footer(&&[0u8; 100][..]).unwrap_err().to_string();
+        let e = footer(&vec![0u8; 100]).unwrap_err().to_string();
         assert!(
             e.contains("at byte 92") && e.contains("magic number"),
             "{e}"
