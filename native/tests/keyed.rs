@@ -970,3 +970,39 @@ fn a_source_that_is_not_in_memory_reads_the_same() {
         }
     }
 }
+
+#[test]
+fn snapshots_of_classes_the_tool_does_not_know_are_ended_by_what_follows_them() {
+    let (dir, _, stream) = first_keyed_stream("1.20.3", "keyed-all-hashmap");
+    let cp = Checkpoint::open(&dir).unwrap();
+    let header_end = cp
+        .metadata
+        .operators
+        .iter()
+        .flat_map(|o| o.subtask_states())
+        .find_map(|(_, st)| match &st.managed_keyed {
+            Some(KeyedHandle::KeyGroups { handle, .. }) => handle.offsets.iter().min(),
+            _ => None,
+        })
+        .unwrap() as usize;
+    let header = &stream[..header_end];
+    let known = meta::parse(&Bytes::copy_from_slice(header)).unwrap();
+    // every snapshot class renamed to one of the same length the tool does not know
+    let mut renamed = header.to_vec();
+    let (from, to) = (&b"Snapshot"[..], &b"Snapshoz"[..]);
+    let mut i = 0;
+    while let Some(p) = renamed[i..].windows(from.len()).position(|w| w == from) {
+        renamed[i + p..i + p + from.len()].copy_from_slice(to);
+        i += p + from.len();
+    }
+    let unknown = meta::parse(&Bytes::from(renamed)).unwrap();
+    assert_eq!(known.states.len(), unknown.states.len());
+    for (a, b) in known.states.iter().zip(&unknown.states) {
+        assert_eq!((&a.name, a.start, a.end), (&b.name, b.start, b.end));
+        for (x, y) in a.serializers.iter().zip(&b.serializers) {
+            assert_eq!(x.snapshot.body, y.snapshot.body, "{}", a.name);
+            assert!(x.info.is_some() && y.info.is_none(), "{}", a.name);
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

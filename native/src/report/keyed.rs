@@ -146,6 +146,13 @@ pub struct KeyedStateReport {
     pub rocksdb: Option<RocksdbCounts>,
 }
 
+impl KeyedStateReport {
+    /// Whether (some of) the numbers are RocksDB's table properties ([`ROCKSDB_NUMBERS`]).
+    pub fn rocksdb_numbers(&self) -> bool {
+        self.formats.contains(&SnapshotFormat::RocksdbFiles)
+    }
+}
+
 /// One keyed handle (or part of one) of a subtask.
 #[derive(Clone, Debug)]
 pub struct HandleReport {

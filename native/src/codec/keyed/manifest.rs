@@ -57,6 +57,8 @@ pub struct Manifest {
     pub last_sequence: Option<u64>,
     pub max_column_family: Option<u32>,
     pub edits: usize,
+    /// Where the last record ends: a new record (a column family drop) is appended here.
+    pub end: u64,
 }
 
 impl Manifest {
@@ -159,11 +161,12 @@ pub fn parse(src: &dyn RangeSource) -> Result<Manifest> {
             }
             record.extend_from_slice(payload);
             in_fragments = matches!(kind, 2 | 3 | 6 | 7);
+            p += header + length;
             if !in_fragments {
                 apply(&mut m, &record, record_at)?;
                 m.edits += 1;
+                m.end = block_at + p as u64;
             }
-            p += header + length;
         }
         block_at += n as u64;
     }
@@ -340,8 +343,9 @@ mod tests {
         let add = vec![0xC8, 0x01, 1, 0xC9, 0x01, 1, b's'];
         let file = |n: u8| vec![0xC8, 0x01, 1, 103, 0, n, 100, 0, 0, 0, 0, 1];
         let del = vec![0xC8, 0x01, 1, 6, 0, 7];
-        let m = parse(&log(&[add.clone(), file(7), del, file(9)])).unwrap();
-        assert_eq!(m.edits, 4);
+        let l = log(&[add.clone(), file(7), del, file(9)]);
+        let m = parse(&l).unwrap();
+        assert_eq!((m.edits, m.end), (4, l.len() as u64));
         let cf = m.by_name("s").unwrap();
         assert_eq!(cf.id, 1);
         assert_eq!(cf.files.keys().copied().collect::<Vec<_>>(), vec![9]);

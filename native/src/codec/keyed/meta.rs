@@ -22,6 +22,9 @@
 //!   timestamp's and the user value's snapshots and nothing else: the TTL settings (time to live,
 //!   update type, visibility, cleanup) are not in the meta info.
 //!
+//! Not seen in a real file (the fixtures' jobs use Flink's synchronous state API): KEY_VALUE_V2
+//! entries and USER_KEY_SERIALIZER, read by the same layout as Flink's writer.
+//!
 //! A snapshot body's end is found by reading the body where its class is known
 //! ([`elements::read_snapshot`]); otherwise from what must follow it (the next serializer key, the
 //! next entry, the end of the header), searched in the header, which the caller bounds by where
@@ -425,8 +428,9 @@ fn find_entry(b: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Where a name (a UTF: u16 length, bytes) that ends at `end` starts, no earlier than `from`,
-/// such that an entry starts there. Modified UTF-8 has no zero byte, so for names below 256
-/// bytes no shorter false match exists.
+/// such that an entry starts there. Modified UTF-8 has no zero byte: the search stops at the first
+/// zero before `end` (for names below 256 bytes, the high byte of their length), so it is short
+/// and no shorter false match exists.
 fn name_start(b: &[u8], from: usize, end: usize) -> Option<usize> {
     let lowest = from.max(end.saturating_sub(2 + u16::MAX as usize));
     let mut s = end.checked_sub(2)?;
@@ -434,7 +438,8 @@ fn name_start(b: &[u8], from: usize, end: usize) -> Option<usize> {
         if u16::from_be_bytes([b[s], b[s + 1]]) as usize == end - s - 2 && entry_at(b, s) {
             return Some(s);
         }
-        if s == 0 {
+        // the next candidate's name would hold b[s + 1]
+        if s == 0 || b[s + 1] == 0 {
             break;
         }
         s -= 1;

@@ -21,8 +21,9 @@
 //!   (`rocksdb.properties`, formerly `rocksdb.stats`); the properties block maps property names to
 //!   varint64 numbers or raw strings.
 //!
-//! Flink's files: format_version 5 from Flink 1.15 to 2.3; checksum type CRC32c (1) up to 1.20,
-//! XXH3 (4) in 2.x. CRC32c block checksums are checked; XXH3 and xxHash ones are not (the tool
+//! Flink's files: format_version 5 from Flink 1.15 to 2.3 (FRocksDB 6.20.3 up to 1.20, 8.10.0 in
+//! 2.x); checksum type CRC32c (1) up to 1.20, XXH3 (4) in 2.x. format_version 6 footers are read as
+//! RocksDB's `Footer::DecodeFrom` reads them but no Flink file was seen with one. CRC32c block checksums are checked; XXH3 and xxHash ones are not (the tool
 //! has no xxHash), nor the footer checksum of format_version 6.
 
 use super::RangeSource;
