@@ -10,6 +10,7 @@ pub mod handles;
 pub mod io;
 pub mod javaser;
 pub mod kafka;
+pub mod keyed;
 pub mod metadata;
 pub mod metainfo;
 pub mod opstate;

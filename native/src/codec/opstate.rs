@@ -222,20 +222,8 @@ impl Walk<'_> {
         let mut serializers = Vec::with_capacity(n_ser);
         for j in 0..n_ser {
             let key = self.r.utf("a serializer key")?;
-            let at = self.r.pos();
-            let proxy = self.r.i32("the serializer snapshot proxy version")?;
-            if proxy != 2 {
-                return Err(Error::Unsupported {
-                    file: String::new(),
-                    offset: at as u64,
-                    what: format!(
-                        "serializer snapshot proxy version {proxy} for state '{name}' \
-                         (only version 2, Flink 1.7+, is supported)"
-                    ),
-                });
-            }
-            let class_name = self.r.utf("a serializer snapshot class name")?;
-            let version = self.r.i32("a serializer snapshot version")?;
+            let (class_name, version) =
+                elements::read_snapshot_header(&mut self.r, &format!("state '{name}'"))?;
             let body_start = self.r.pos();
             let body_end = if j + 1 < n_ser {
                 self.find_serializer_key(body_start)?
