@@ -353,21 +353,15 @@ public final class CheckpointSurgeon {
         /** {@link #toString()} is the status's spelling in JSON. */
         public enum Status {
             /** Planned only: nothing was written. */
-            PLANNED("planned"),
+            PLANNED,
             /** The surgery selects nothing in the file (repaired by an earlier run?); it was left as it is. */
-            SKIPPED("skipped"),
+            SKIPPED,
             /** Repaired: the new file is in place, the old one kept as the plan's backup. */
-            SWITCHED("switched");
-
-            private final String spelling;
-
-            Status(String spelling) {
-                this.spelling = spelling;
-            }
+            SWITCHED;
 
             @Override
             public String toString() {
-                return spelling;
+                return Spelling.of(this);
             }
         }
 
@@ -453,22 +447,17 @@ public final class CheckpointSurgeon {
     public static final class Remedy {
         /** What a remedy does; {@link #toString()} is its spelling in JSON. */
         public enum Action {
-            INSPECT("inspect"),
-            INSPECT_SUBTASKS("inspect-subtasks"),
-            REMOVE_STATE("remove-state"),
-            DEDUPE_UNION("dedupe-union"),
+            INSPECT,
+            INSPECT_SUBTASKS,
+            REMOVE_STATE,
+            DEDUPE_UNION,
             /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
-            MIGRATE_KAFKA_LEGACY("kafka migrate-legacy");
-
-            private final String spelling;
-
-            Action(String spelling) {
-                this.spelling = spelling;
-            }
+            MIGRATE_KAFKA_LEGACY;
 
             @Override
             public String toString() {
-                return spelling;
+                // the JSON spelling of the releases before this enum
+                return this == MIGRATE_KAFKA_LEGACY ? "kafka migrate-legacy" : Spelling.of(this);
             }
         }
 

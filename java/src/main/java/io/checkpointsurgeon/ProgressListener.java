@@ -18,7 +18,7 @@ public interface ProgressListener {
 
         @Override
         public String toString() {
-            return name().toLowerCase(java.util.Locale.ROOT);
+            return Spelling.of(this);
         }
     }
 

@@ -21,23 +21,17 @@ public final class Surgery {
         /** How a selector names its operators; {@link #toString()} is the kind's name in messages. */
         public enum Kind {
             /** Every operator that holds the state. */
-            ALL("all"),
+            ALL,
             /** The operator id (32 hex digits). */
-            ID("id"),
+            ID,
             /** The uid set in the job, hashed to the operator id as Flink does. */
-            UID("uid"),
+            UID,
             /** The operator name (Flink 2.x metadata only). */
-            NAME("name");
-
-            private final String spelling;
-
-            Kind(String spelling) {
-                this.spelling = spelling;
-            }
+            NAME;
 
             @Override
             public String toString() {
-                return spelling;
+                return Spelling.of(this);
             }
         }
 

@@ -10,19 +10,13 @@ public final class SurgeryPlan {
     /** How deep a removal goes; {@link #toString()} is its spelling in JSON and text. */
     public enum Depth {
         /** Removed states are cut out of the streams too (the default). */
-        PURGE("purge"),
+        PURGE,
         /** Removed states are dropped from {@code _metadata}'s handle maps only ({@link Surgery#metadataOnly()}). */
-        METADATA_ONLY("metadata-only");
-
-        private final String spelling;
-
-        Depth(String spelling) {
-            this.spelling = spelling;
-        }
+        METADATA_ONLY;
 
         @Override
         public String toString() {
-            return spelling;
+            return Spelling.of(this);
         }
     }
 
