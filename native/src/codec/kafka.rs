@@ -102,7 +102,7 @@ pub type Decoder = fn(&[u8]) -> Option<KafkaOffset>;
 pub fn decoder(state: &str, element: &ElementType) -> Option<Decoder> {
     match state {
         LEGACY_STATE if element.is_kafka_legacy() => Some(decode_legacy),
-        SOURCE_READER_STATE if matches!(element, ElementType::Basic("byte[]", _)) => {
+        SOURCE_READER_STATE if *element == ElementType::Basic("byte[]") => {
             Some(decode_source_split)
         }
         _ => None,

@@ -4,8 +4,10 @@
 //! then either a raw snappy block (type 0) or the bytes as they are (type 1), at most 64 KiB.
 //!
 //! Decoding is needed where a state's elements have no boundaries in the file (Flink 1.18 records
-//! one offset for all elements of a state); writing uses uncompressed chunks, which every reader of
-//! the format accepts (xerial itself writes them when a block does not compress well).
+//! one offset for all elements of a state), and to count the states of a compressed canonical key
+//! group (keyed state: the same decorator, one stream per key group). Writing uses uncompressed
+//! chunks, which every reader of the format accepts (xerial itself writes them when a block does
+//! not compress well).
 
 use crate::error::{Error, Result};
 
@@ -62,35 +64,8 @@ pub fn decode_until_identifier(file: &[u8], from: usize) -> Result<Decoded> {
                         ),
                     });
                 }
-                if len < 4 {
-                    return Err(Error::format(
-                        p as u64,
-                        "a snappy data chunk with its 4-byte checksum",
-                        Some(format!("{len} bytes")),
-                    ));
-                }
-                let start = d.bytes.len();
-                d.frames.push((p as u64, start));
-                if h[0] == COMPRESSED {
-                    decompress(&body[4..], (p + 8) as u64, &mut d.bytes)?;
-                } else if len - 4 > MAX_CHUNK {
-                    return Err(Error::format(
-                        p as u64,
-                        format!("an uncompressed snappy chunk of at most {MAX_CHUNK} bytes"),
-                        Some(format!("{} bytes", len - 4)),
-                    ));
-                } else {
-                    d.bytes.extend_from_slice(&body[4..]);
-                }
-                let stored = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
-                let actual = masked_crc32c(&d.bytes[start..]);
-                if stored != actual {
-                    return Err(Error::format(
-                        (p + 4) as u64,
-                        format!("the chunk's checksum {actual:#010x} (masked CRC-32C of its data)"),
-                        Some(format!("{stored:#010x}")),
-                    ));
-                }
+                d.frames.push((p as u64, d.bytes.len()));
+                decode_data_chunk(h[0], body, p as u64, &mut d.bytes)?;
             }
             0x02..=0x7F => {
                 return Err(Error::format(
@@ -105,6 +80,76 @@ pub fn decode_until_identifier(file: &[u8], from: usize) -> Result<Decoded> {
     }
     d.end = p as u64;
     Ok(d)
+}
+
+/// A chunk's type byte and body length, from its 4-byte header.
+pub fn chunk_header(h: &[u8; 4]) -> (u8, usize) {
+    (h[0], u32::from_le_bytes([h[1], h[2], h[3], 0]) as usize)
+}
+
+/// Whether a chunk of this type holds data (compressed or not).
+pub fn is_data(kind: u8) -> bool {
+    kind == COMPRESSED || kind == UNCOMPRESSED
+}
+
+/// Whether a chunk of this type is one a reader must understand (neither data, nor the stream
+/// identifier, nor padding or skippable, which are 0x80 to 0xFE).
+pub fn is_reserved(kind: u8) -> bool {
+    (0x02..=0x7F).contains(&kind)
+}
+
+/// Decodes the body of one data chunk (its checksum, then a raw snappy block or the bytes as
+/// they are) onto `out` and checks the checksum; `at` is the chunk's offset in the file.
+pub fn decode_data_chunk(kind: u8, body: &[u8], at: u64, out: &mut Vec<u8>) -> Result<()> {
+    if body.len() < 4 {
+        return Err(Error::format(
+            at,
+            "a snappy data chunk with its 4-byte checksum",
+            Some(format!("{} bytes", body.len())),
+        ));
+    }
+    let start = out.len();
+    if kind == COMPRESSED {
+        decompress(&body[4..], at + 8, out)?;
+    } else if body.len() - 4 > MAX_CHUNK {
+        return Err(Error::format(
+            at,
+            format!("an uncompressed snappy chunk of at most {MAX_CHUNK} bytes"),
+            Some(format!("{} bytes", body.len() - 4)),
+        ));
+    } else {
+        out.extend_from_slice(&body[4..]);
+    }
+    let stored = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+    let actual = masked_crc32c(&out[start..]);
+    if stored != actual {
+        out.truncate(start);
+        return Err(Error::format(
+            at + 4,
+            format!("the chunk's checksum {actual:#010x} (masked CRC-32C of its data)"),
+            Some(format!("{stored:#010x}")),
+        ));
+    }
+    Ok(())
+}
+
+/// How many bytes a data chunk holds uncompressed, from its body's first bytes alone (a raw
+/// snappy block starts with its length): no decompression. None if the length is malformed.
+pub fn data_chunk_len(kind: u8, body: &[u8]) -> Option<usize> {
+    if body.len() < 4 {
+        return None;
+    }
+    if kind == UNCOMPRESSED {
+        return Some(body.len() - 4);
+    }
+    let mut n = 0usize;
+    for (i, &b) in body[4..].iter().take(5).enumerate() {
+        n |= ((b & 0x7F) as usize) << (7 * i);
+        if b & 0x80 == 0 {
+            return (n <= MAX_CHUNK).then_some(n);
+        }
+    }
+    None
 }
 
 /// Decompresses one raw snappy block (at `at` in the file) onto `out`.
@@ -226,9 +271,15 @@ const fn crc32c_table() -> [u32; 256] {
 static CRC32C: [u32; 256] = crc32c_table();
 
 /// The framing format's checksum: CRC-32C, rotated right by 15 and offset.
-fn masked_crc32c(data: &[u8]) -> u32 {
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    masked_crc32c_of(&[data])
+}
+
+/// The masked CRC-32C of parts read one after another (RocksDB masks its block checksums the
+/// same way: `crc32c::Mask`).
+pub fn masked_crc32c_of(parts: &[&[u8]]) -> u32 {
     let mut c = !0u32;
-    for &b in data {
+    for &b in parts.iter().flat_map(|p| p.iter()) {
         c = CRC32C[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
     }
     (!c).rotate_right(15).wrapping_add(0xA282_EAD8)

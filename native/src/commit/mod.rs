@@ -5,6 +5,7 @@
 //! files, the backup and the atomic switch are the Java side's steps, after Flink's loader has
 //! judged the staged file. On failure every file this step created is removed again.
 
+pub mod keyed;
 pub mod mapguard;
 pub mod read;
 

@@ -5,7 +5,7 @@ use crate::codec::elements::ElementType;
 use crate::codec::handles::{KeyedHandle, Offsets, OperatorHandle, StreamHandle};
 use crate::codec::kafka::{self, Decoder, KafkaOffset};
 use crate::codec::metadata::Subtasks;
-use crate::codec::opstate::EntryKind;
+use crate::codec::metainfo::EntryKind;
 use crate::codec::StreamSource;
 use crate::codec::{opstate, snappy};
 use crate::Result;

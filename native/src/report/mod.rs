@@ -5,3 +5,4 @@
 pub mod describe;
 pub mod files;
 pub mod inspect;
+pub mod keyed;
