@@ -317,24 +317,8 @@ fn repeated(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(usize, Offset
             at(i + m) - at(i) == p as i64
         });
         let block = &stream[start as usize..end as usize];
-        (shifted && equal(&block[..block.len() - p as usize], &block[p as usize..]))
+        (shifted && block[..block.len() - p as usize] == block[p as usize..])
             .then(|| (k, Offsets(o.slice(..m * 8)), start + p))
-    })
-}
-
-/// `a == b`, the two halves of a long comparison on two threads: comparing the copies of a union
-/// state in every subtask is most of inspect's time (reading hundreds of MB), and the caller's
-/// other thread is only waiting for the report.
-fn equal(a: &[u8], b: &[u8]) -> bool {
-    const SPLIT_ABOVE: usize = 8 << 20;
-    if a.len() != b.len() || a.len() <= SPLIT_ABOVE {
-        return a == b;
-    }
-    let half = a.len() / 2;
-    std::thread::scope(|s| {
-        let other = s.spawn(|| a[half..] == b[half..]);
-        let first = a[..half] == b[..half];
-        other.join().unwrap_or(false) && first
     })
 }
 
@@ -477,10 +461,10 @@ struct SeenState {
 
 impl SeenState {
     fn matches(&self, block: &[u8], start: u64, offsets: &Offsets) -> bool {
-        equal(&self.block, block)
+        self.block[..] == *block
             && if self.start == start {
                 // the usual case: the same header before the state, the same offsets
-                equal(&self.offsets.0, &offsets.0)
+                self.offsets.0 == offsets.0
             } else {
                 self.offsets
                     .iter()

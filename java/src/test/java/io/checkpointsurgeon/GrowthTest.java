@@ -130,9 +130,9 @@ public class GrowthTest {
         assertEquals(findings.toString(), 1, findings.size());
         CheckpointSurgeon.Finding f = findings.get(0);
         assertEquals("UNION_STATE_GROWS_BY_PARALLELISM", f.code());
-        assertEquals("ERROR", f.severity());
+        assertEquals(CheckpointSurgeon.Finding.Severity.ERROR, f.severity());
         assertEquals(STALE, f.fix().state());
-        assertEquals(new CheckpointSurgeon.Remedy("dedupe-union", f.fix().operatorId(), STALE), f.alternatives().get(0));
+        assertEquals(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, f.fix().operatorId(), STALE), f.alternatives().get(0));
         assertTrue(f.message(), f.message().contains("union state '" + STALE + "'") && f.message().contains(factor));
     }
 
