@@ -31,6 +31,7 @@
 # Routes, each a fresh process (wall time from the shell):
 #   inspect / doctor   build/install/checkpoint-surgeon/bin/checkpoint-surgeon (the launcher: AppCDS
 #                      archive from installDist, C1) on the input
+#   inspect-jar        java -jar build/libs/checkpoint-surgeon.jar inspect (no AppCDS, C2)
 #   flink              bench FlinkRoute: Checkpoints.loadCheckpointMetadata, drop the stale state from
 #                      every handle, storeCheckpointMetadata (issue 17's reference)
 #   version / inspect-small   --version, and inspect of tests/fixtures/1.20.3/stale-union
@@ -75,6 +76,7 @@ done
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 LAUNCHER=$ROOT/build/install/checkpoint-surgeon/bin/checkpoint-surgeon
+JAR=$ROOT/build/libs/checkpoint-surgeon.jar
 SMALL=$ROOT/tests/fixtures/1.20.3/stale-union
 JAVA_Q=(-Dlog4j2.level=OFF -Dorg.slf4j.simpleLogger.defaultLogLevel=off)
 
@@ -107,7 +109,7 @@ for i in "${inputs[@]}"; do cat "$(input_dir "$i")"/* >/dev/null; done # into th
 
 routes=()
 for i in "${inputs[@]}"; do
-    routes+=("inspect:$i" "doctor:$i" "flink:$i")
+    routes+=("inspect:$i" "doctor:$i" "inspect-jar:$i" "flink:$i")
     [ -n "$BEFORE" ] && [ -x "$BEFORE_LAUNCHER" ] && routes+=("before-inspect:$i" "before-doctor:$i")
 done
 routes+=(version inspect-small)
@@ -119,6 +121,7 @@ command_of() {
     case "$route" in
         inspect) echo "$LAUNCHER inspect $in" ;;
         doctor) echo "$LAUNCHER doctor $in" ;;
+        inspect-jar) echo "java -jar $JAR inspect $in" ;;
         flink) echo "java ${JAVA_Q[*]} -cp $CP io.checkpointsurgeon.bench.FlinkRoute remove $in $DIR/out $STATE" ;;
         version) echo "$LAUNCHER --version" ;;
         inspect-small) echo "$LAUNCHER inspect $SMALL" ;;
