@@ -23,23 +23,32 @@ fn migrate() -> KafkaOperation {
     }
 }
 
+/// Every managed operator-state stream of a checkpoint with its parsed header.
+fn streams(cp: &Checkpoint) -> Vec<(bytes::Bytes, opstate::StreamHeader)> {
+    let mut out = Vec::new();
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            let Some(h) = st.managed_operator() else {
+                continue;
+            };
+            let stream = cp.stream_bytes(h.delegate.as_ref().unwrap()).unwrap();
+            let header = opstate::parse_header(&stream, h).unwrap();
+            out.push((stream, header));
+        }
+    }
+    out
+}
+
 #[test]
 fn the_source_reader_state_entry_is_byte_identical_to_flinks() {
     let entry = opstate::byte_array_list_entry(SOURCE_READER_STATE);
     let mut seen = 0;
     for dir in fixture_dirs("flip27-source") {
         let cp = Checkpoint::open(&dir).unwrap();
-        for op in &cp.metadata.operators {
-            for (_, st) in op.subtask_states() {
-                let Some(h) = st.managed_operator() else {
-                    continue;
-                };
-                let stream = cp.stream_bytes(h.delegate.as_ref().unwrap()).unwrap();
-                let header = opstate::parse_header(&stream, h).unwrap();
-                if let Some(e) = header.entry(&JStr::new(SOURCE_READER_STATE)) {
-                    assert_eq!(&stream[e.start..e.end], &entry[..], "{}", dir.display());
-                    seen += 1;
-                }
+        for (stream, header) in streams(&cp) {
+            if let Some(e) = header.entry(&JStr::new(SOURCE_READER_STATE)) {
+                assert_eq!(&stream[e.start..e.end], &entry[..], "{}", dir.display());
+                seen += 1;
             }
         }
     }
@@ -161,19 +170,11 @@ fn a_kafka_surgery_goes_alone() {
 fn legacy_types(dir: &std::path::Path) -> Vec<checkpoint_surgeon::codec::elements::ElementType> {
     let cp = Checkpoint::open(dir).unwrap();
     let mut types = Vec::new();
-    for op in &cp.metadata.operators {
-        for (_, st) in op.subtask_states() {
-            let Some(h) = st.managed_operator() else {
-                continue;
-            };
-            let stream = cp.stream_bytes(h.delegate.as_ref().unwrap()).unwrap();
-            let header = opstate::parse_header(&stream, h).unwrap();
-            if let Some(e) = header.entry(&JStr::new(LEGACY_STATE)) {
-                let (t, _) =
-                    checkpoint_surgeon::codec::elements::ElementType::read_entry(&stream, e)
-                        .unwrap();
-                types.push(t);
-            }
+    for (stream, header) in streams(&cp) {
+        if let Some(e) = header.entry(&JStr::new(LEGACY_STATE)) {
+            let (t, _) =
+                checkpoint_surgeon::codec::elements::ElementType::read_entry(&stream, e).unwrap();
+            types.push(t);
         }
     }
     assert!(!types.is_empty(), "{}", dir.display());

@@ -80,17 +80,7 @@ pub enum Layout {
 impl Layout {
     /// The element layout of a list state's entry, or an Unsupported error naming its serializer.
     pub fn of_entry(stream: &Bytes, entry: &MetaInfoEntry) -> Result<Layout> {
-        let s = entry
-            .serializers
-            .iter()
-            .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
-            .ok_or_else(|| {
-                Error::format(
-                    entry.start as u64,
-                    format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
-                    None,
-                )
-            })?;
+        let s = value_serializer(entry)?;
         let mut r = Reader::new(stream.slice(..s.body.1));
         r.seek(s.body.0)?;
         let class = s.class_name.to_string_lossy();
@@ -188,6 +178,21 @@ fn count(data: &[u8], at: usize, min: usize) -> Option<(usize, usize)> {
     let n = usize::try_from(i32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?)).ok()?;
     let left = data.len() - (at + 4);
     (n == 0 || (min > 0 && n <= left / min)).then_some((n, at + 4))
+}
+
+/// The VALUE_SERIALIZER snapshot of a list state's entry.
+fn value_serializer(entry: &MetaInfoEntry) -> Result<&SerializerSnapshot> {
+    entry
+        .serializers
+        .iter()
+        .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
+        .ok_or_else(|| {
+            Error::format(
+                entry.start as u64,
+                format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
+                None,
+            )
+        })
 }
 
 /// Where a Kryo 2 string (`Output.writeString`) that starts at `at` ends: ASCII with the high bit
@@ -644,17 +649,7 @@ impl ElementType {
         stream: &Bytes,
         entry: &'e MetaInfoEntry,
     ) -> Result<(ElementType, &'e SerializerSnapshot)> {
-        let s = entry
-            .serializers
-            .iter()
-            .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
-            .ok_or_else(|| {
-                Error::format(
-                    entry.start as u64,
-                    format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
-                    None,
-                )
-            })?;
+        let s = value_serializer(entry)?;
         let class = s.class_name.to_string_lossy();
         let mut r = Reader::new(stream.slice(..s.body.1));
         r.seek(s.body.0)?;
