@@ -156,6 +156,16 @@ fn with_checkpoint<T>(
     source: &JByteArray<'_>,
     f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
 ) -> Result<T> {
+    with_checkpoint_then(env, source, f, drop)
+}
+
+/// [`with_checkpoint`], handing the checkpoint to `then` when done instead of dropping it here.
+fn with_checkpoint_then<T>(
+    env: &Env<'_>,
+    source: &JByteArray<'_>,
+    f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
+    then: impl FnOnce(Checkpoint),
+) -> Result<T> {
     commit::mapguard::reset();
     let cp = match Source::decode(bytes_arg(env, source)?)? {
         Source::Path(p) => Checkpoint::open(Path::new(&p))?,
@@ -174,6 +184,7 @@ fn with_checkpoint<T>(
     };
     let out = f(&cp)?;
     commit::mapguard::check()?;
+    then(cp);
     Ok(out)
 }
 
@@ -186,7 +197,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspect<'
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_> {
-            let report = with_checkpoint(env, &source, |cp| Ok(inspect::inspect(cp).encode()))?;
+            // _metadata is unmapped on a thread of its own while Java prints the report
+            let report = with_checkpoint_then(
+                env,
+                &source,
+                |cp| Ok(inspect::inspect(cp).encode()),
+                |cp| drop(std::thread::spawn(move || drop(cp))),
+            )?;
             Ok(env.byte_array_from_slice(&report)?)
         })
         .resolve::<ThrowSurgeonException>()

@@ -35,7 +35,7 @@ use bytes::Bytes;
 pub mod samples;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 
 pub const SOURCE: u32 = u32::from_be_bytes(*b"CSSO");
 pub const REQUEST: u32 = u32::from_be_bytes(*b"CSRQ");
@@ -700,6 +700,7 @@ fn enc_handle(e: &mut Enc, h: &Option<HandleReport>) {
         e.i64(s.elements);
         e.i64(s.bytes);
         e.str(&s.serializer);
+        e.str(&s.element_type);
         e.i64(s.distinct);
         e.i64(s.digest);
         enc_list(e, &s.kafka, |e, (k, n)| {
@@ -746,6 +747,7 @@ fn dec_handle(d: &mut Dec) -> Result<Option<HandleReport>> {
                 elements: d.i64()?,
                 bytes: d.i64()?,
                 serializer: d.str()?,
+                element_type: d.str()?,
                 distinct: d.i64()?,
                 digest: d.i64()?,
                 kafka: d.list(32, |d| Ok((dec_kafka_offset(d)?, d.i64()? as u64)))?,

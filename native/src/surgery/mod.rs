@@ -336,6 +336,7 @@ pub fn plan(
                 name_stream,
                 &mut changes,
                 &mut kafka_streams,
+                &mut nothing,
             )?,
         };
         if !hit {

@@ -48,6 +48,7 @@ fn handle(prefix: &str, base: i64) -> HandleReport {
             elements: base + 4,
             bytes: base + 5,
             serializer: format!("{prefix}.state.serializer"),
+            element_type: format!("{prefix}.state.elementType"),
             distinct: base + 6,
             digest: base + 7,
             kafka: vec![(

@@ -442,7 +442,9 @@ public final class CheckpointSurgeon {
      * {@link #operatorId()}; {@code MIGRATE_KAFKA_LEGACY} of operator {@link #operatorId()}, whose
      * surgery needs the new job's connector version, so {@link #surgery()} is null for it).
      * {@link #surgery()} gives the surgery to pass to {@link #apply}; an application shows the
-     * remedy its own way (the CLI as a command line).
+     * remedy its own way (the CLI as a command line). A remedy for an HA completedCheckpoint file
+     * ({@link #haRepair()}) is an HA repair of the same surgery ({@link #repairHa}: the HA files and
+     * their state streams rewritten together), or examining the HA files ({@code LIST_HA}).
      */
     public static final class Remedy {
         /** What a remedy does; {@link #toString()} is its spelling in JSON. */
@@ -452,7 +454,9 @@ public final class CheckpointSurgeon {
             REMOVE_STATE,
             DEDUPE_UNION,
             /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
-            MIGRATE_KAFKA_LEGACY;
+            MIGRATE_KAFKA_LEGACY,
+            /** Examine HA completedCheckpoint files ({@link #haFileInfo}, {@link #inspectHa}). */
+            LIST_HA;
 
             @Override
             public String toString() {
@@ -464,11 +468,31 @@ public final class CheckpointSurgeon {
         private final Action action;
         private final String operatorId;
         private final String state;
+        private final boolean haRepair;
 
         public Remedy(Action action, String operatorId, String state) {
+            this(action, operatorId, state, false);
+        }
+
+        private Remedy(Action action, String operatorId, String state, boolean haRepair) {
             this.action = Objects.requireNonNull(action, "action");
             this.operatorId = operatorId;
             this.state = state;
+            this.haRepair = haRepair;
+        }
+
+        /**
+         * This remedy for an HA completedCheckpoint file: a surgery stays itself, applied to the HA
+         * files; examining (and a Kafka migration, which needs a savepoint) becomes {@code LIST_HA}.
+         */
+        Remedy forHaFile() {
+            boolean surgery = action == Action.REMOVE_STATE || action == Action.DEDUPE_UNION;
+            return surgery ? new Remedy(action, operatorId, state, true) : new Remedy(Action.LIST_HA, null, null, true);
+        }
+
+        /** Whether this remedy applies to HA completedCheckpoint files, not to a checkpoint. */
+        public boolean haRepair() {
+            return haRepair;
         }
 
         static Remedy inspect(boolean subtasks) {
@@ -507,17 +531,18 @@ public final class CheckpointSurgeon {
             if (!(o instanceof Remedy)) return false;
             Remedy that = (Remedy) o;
             return action == that.action && Objects.equals(operatorId, that.operatorId)
-                    && Objects.equals(state, that.state);
+                    && Objects.equals(state, that.state) && haRepair == that.haRepair;
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(action, operatorId, state);
+            return Objects.hash(action, operatorId, state, haRepair);
         }
 
         @Override
         public String toString() {
-            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state + "]";
+            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state
+                    + (haRepair ? ", haRepair" : "") + "]";
         }
     }
 
@@ -597,9 +622,21 @@ public final class CheckpointSurgeon {
         return Doctor.examine(inspect(checkpoint), checkpoint);
     }
 
-    /** {@link #doctor} for an HA completedCheckpoint file. */
+    /**
+     * {@link #doctor} for an HA completedCheckpoint file: its remedies are HA repairs
+     * ({@link Remedy#haRepair()}), since a restore after a JobManager failover reads the HA file.
+     */
     public static List<Finding> doctorHa(Path haFile) throws CheckpointSurgeonException {
-        return Doctor.examine(inspectHa(haFile), haFile.toString());
+        List<Finding> out = new java.util.ArrayList<>();
+        for (Finding f : Doctor.examine(inspectHa(haFile), haFile.toString())) {
+            List<Remedy> alternatives = new java.util.ArrayList<>();
+            for (Remedy r : f.alternatives()) {
+                Remedy ha = r.forHaFile();
+                if (!alternatives.contains(ha) && !ha.equals(f.fix().forHaFile())) alternatives.add(ha);
+            }
+            out.add(new Finding(f.severity(), f.code(), f.message(), f.fix().forHaFile(), alternatives));
+        }
+        return out;
     }
 
     /**

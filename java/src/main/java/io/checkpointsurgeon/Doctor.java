@@ -121,6 +121,8 @@ final class Doctor {
             for (InspectReport.StateTotal t : op.stateTotals()) {
                 if (!t.mode().equals("UNION")) continue;
                 StaleStates.Entry known = StaleStates.match(op, t);
+                StaleStates.Entry named = StaleStates.byName(op, t);
+                String lookAlike = named == null ? null : StaleStates.lookAlike(named, op, t);
                 deployment += 8 * t.elements();
                 List<InspectReport.StateInfo> copies = new ArrayList<>();
                 for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -141,7 +143,8 @@ final class Doctor {
                                     + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
                                     + " no longer reads, which multiplies by the parallelism on every restore%s",
                             t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements(),
-                            known == null ? "" : " (" + StaleStates.explain(known) + ")"),
+                            known != null ? " (" + StaleStates.explain(known) + ")"
+                                    : lookAlike != null ? " (" + StaleStates.explainLookAlike(named, lookAlike) + ")" : ""),
                             remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
                             List.of(remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, op.id(), t.name()))));
@@ -197,13 +200,24 @@ final class Doctor {
 
     /**
      * A WARNING for each state of the catalogue ({@link StaleStates}) the checkpoint holds, unless
-     * the STALE_UNION_STATE finding already names it (that ERROR then carries the same text).
+     * the STALE_UNION_STATE finding already names it (that ERROR then carries the same text). A
+     * state with a catalogued name but another element type than the connector's (a look-alike:
+     * pulsar-flink's, or a job's own) is a LOOK_ALIKE_STATE warning that says what it holds.
      */
     private static void connectorStates(List<CheckpointSurgeon.Finding> out, InspectReport r, Set<String> staleUnion) {
         for (InspectReport.OperatorInfo op : r.operators()) {
             for (InspectReport.StateTotal t : op.stateTotals()) {
-                StaleStates.Entry e = StaleStates.match(op, t);
+                StaleStates.Entry e = StaleStates.byName(op, t);
                 if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
+                String lookAlike = StaleStates.lookAlike(e, op, t);
+                if (lookAlike != null) {
+                    out.add(new CheckpointSurgeon.Finding(WARNING, "LOOK_ALIKE_STATE", String.format(Locale.ROOT,
+                            "operator %s holds %s state '%s' (%,d elements, %s): %s", op.id(), e.mode, t.name(),
+                            t.elements(), t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
+                            StaleStates.explainLookAlike(e, lookAlike)),
+                            CheckpointSurgeon.Remedy.inspect(false), List.of()));
+                    continue;
+                }
                 out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", String.format(Locale.ROOT,
                         "operator %s holds %s state '%s' (%,d elements, %s) of %s",
                         op.id(), e.mode, t.name(), t.elements(),

@@ -117,10 +117,10 @@ public final class Cli {
             preload.setDaemon(true);
             preload.start();
         }
-        Class<?> command = args.length > 0 ? command(args[0]) : null;
         Prefetch.CURRENT.set(prefetch);
         try {
-            return execute(command, args);
+            if (prefetch != null && args.length == 2) return plain(args[0], args[1]);
+            return execute(args.length > 0 ? command(args[0]) : null, args);
         } finally {
             Prefetch.CURRENT.remove();
             CheckpointSurgeon.setProgressListener(null);
@@ -161,6 +161,39 @@ public final class Cli {
         });
         CheckpointSurgeon.setProgressListener(new Progress(cl.getErr()));
         return cl.execute(args);
+    }
+
+    /**
+     * {@code inspect PATH} and {@code doctor PATH} without options, an incident's first commands,
+     * run without picocli's model of the command: reading a command's annotations defines one
+     * dynamic proxy class per annotation type, ~60 ms of a ~150 ms start-up. The same code runs,
+     * with the same output and exit codes.
+     */
+    private static int plain(String name, String path) {
+        PrintWriter out = new PrintWriter(System.out), err = new PrintWriter(System.err, true);
+        CheckpointSurgeon.setProgressListener(new Progress(err));
+        try {
+            BaseCommand command;
+            if (name.equals("inspect")) {
+                InspectCommand inspect = new InspectCommand();
+                inspect.path = path;
+                command = inspect;
+            } else {
+                DoctorCommand doctor = new DoctorCommand();
+                doctor.pathArg = path;
+                command = doctor;
+            }
+            command.plainOut = out;
+            command.plainErr = err;
+            return command.call();
+        } catch (CheckpointSurgeonException e) {
+            err.println("error [" + e.code() + "]: " + e.getMessage());
+            return INVALID;
+        } catch (Exception e) {
+            return unknownOutcome(e, err);
+        } finally {
+            out.flush();
+        }
     }
 
     /** Exit 3 with one line; the stack trace only with {@code -Dcheckpointsurgeon.trace}. */

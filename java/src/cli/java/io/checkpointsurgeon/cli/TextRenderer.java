@@ -56,6 +56,12 @@ final class TextRenderer {
             }
         }
         kafka(sb, op);
+        String lookAlike = op.kafkaLegacyLookAlike();
+        if (lookAlike != null) {
+            sb.append(String.format(Locale.ROOT, "  %s is not Kafka's (elements %s, not FlinkKafkaConsumer's %s):"
+                    + " no Kafka offsets shown%n", InspectReport.KAFKA_LEGACY_STATE,
+                    lookAlike.isEmpty() ? "not read" : printable(lookAlike), InspectReport.KAFKA_LEGACY_ELEMENT_TYPE));
+        }
         long keyed = op.keyedStateBytes();
         long keyedHandles = op.subtasks().stream().filter(s -> s.managedKeyedState() != null || s.rawKeyedState() != null).count();
         if (keyedHandles > 0) {
@@ -194,21 +200,50 @@ final class TextRenderer {
 
     /** The doctor's findings on the checkpoint or HA file at {@code path}, each with its remedies as command lines. */
     static String doctor(String path, List<CheckpointSurgeon.Finding> findings) {
+        return doctor(path, findings, r -> command(r, path), new java.util.HashSet<>());
+    }
+
+    /**
+     * {@code doctor}'s findings of one checkpoint or HA file with their remedies as {@code command}
+     * prints them; a fix already printed (in {@code shown}: an HA dir's files share one ha repair)
+     * is named, not printed again.
+     */
+    static String doctor(String path, List<CheckpointSurgeon.Finding> findings,
+            java.util.function.Function<CheckpointSurgeon.Remedy, String> command, java.util.Set<String> shown) {
         StringBuilder sb = new StringBuilder();
         sb.append(path).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
                 .append(NL);
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n    fix: %s%n", f.severity(), f.code(), f.message(),
-                    command(f.fix(), path)));
+            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n", f.severity(), f.code(), f.message()));
+            String fix = command.apply(f.fix());
+            if (!shown.add(fix)) {
+                sb.append("    same fix as above (one ha repair covers every file it selects)").append(NL);
+                continue;
+            }
+            sb.append("    fix: ").append(fix).append(NL);
             for (CheckpointSurgeon.Remedy r : f.alternatives()) {
-                sb.append(String.format(Locale.ROOT, "    or:  %s%n", command(r, path)));
+                sb.append("    or:  ").append(command.apply(r)).append(NL);
             }
         }
         return sb.toString();
     }
 
-    /** {@code diff}: both checkpoints, then every state and every operator whose sizes changed. */
-    static String diff(Growth.Diff d) {
+    /** Findings of {@code diff} or {@code history}, their remedies for the checkpoint at {@code path}. */
+    static String findings(List<CheckpointSurgeon.Finding> findings, String path) {
+        StringBuilder sb = new StringBuilder();
+        for (CheckpointSurgeon.Finding f : findings) {
+            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), f.code(), f.message(),
+                    command(f.fix(), path)));
+            for (CheckpointSurgeon.Remedy r : f.alternatives()) sb.append("  or:  ").append(command(r, path)).append(NL);
+        }
+        return sb.toString();
+    }
+
+    /**
+     * {@code diff}: both checkpoints, then every state and every operator whose sizes changed, then
+     * the findings with their remedies for B ({@code bDir}).
+     */
+    static String diff(Growth.Diff d, String bDir) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "A: checkpoint %d, _metadata %s  %s%nB: checkpoint %d, _metadata %s  %s%n",
                 d.checkpointA(), bytes(d.metadataBytesA()), d.a(), d.checkpointB(), bytes(d.metadataBytesB()), d.b()));
@@ -229,7 +264,7 @@ final class TextRenderer {
                         count(o.keyedBytesB()), count(o.coordinatorBytesA()), count(o.coordinatorBytesB())));
             }
         }
-        return sb.toString();
+        return sb.append(findings(d.findings(), bDir)).toString();
     }
 
     /** {@code history}: every state's series, then the findings with their remedies for the newest checkpoint {@code lastDir}. */
@@ -247,14 +282,7 @@ final class TextRenderer {
             for (int p : s.parallelism()) sb.append(String.format(Locale.ROOT, "%12s", count(p)));
             sb.append(NL);
         }
-        for (CheckpointSurgeon.Finding f : h.findings()) {
-            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), f.code(), f.message(),
-                    command(f.fix(), lastDir)));
-            for (CheckpointSurgeon.Remedy r : f.alternatives()) {
-                sb.append(String.format(Locale.ROOT, "  or:  %s%n", command(r, lastDir)));
-            }
-        }
-        return sb.toString();
+        return sb.append(findings(h.findings(), lastDir)).toString();
     }
 
     /** The union states of an HA file's checkpoint, one line each, as {@code ha list} shows them. */
@@ -353,6 +381,18 @@ final class TextRenderer {
             default:
                 throw new IllegalArgumentException(r.action().name());
         }
+    }
+
+    /**
+     * The command line of a doctor's remedy for HA files under {@code path} (the HA dir or file given):
+     * {@code ha repair} of the same surgery with --apply, or {@code ha list}, with {@code haOptions}.
+     */
+    static String haCommand(CheckpointSurgeon.Remedy r, String path, String haOptions) {
+        if (!r.haRepair()) return command(r, path);
+        if (r.action() == CheckpointSurgeon.Remedy.Action.LIST_HA) return "checkpoint-surgeon ha list " + quote(path) + haOptions;
+        return "checkpoint-surgeon ha repair " + quote(path) + " --operator-id " + r.operatorId() + " --state "
+                + quote(r.state()) + (r.action() == CheckpointSurgeon.Remedy.Action.DEDUPE_UNION ? " --dedupe" : "")
+                + " --apply" + haOptions;
     }
 
     private static String surgery(String command, CheckpointSurgeon.Remedy r, String path, String outputSuffix) {

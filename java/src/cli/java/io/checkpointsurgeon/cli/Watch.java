@@ -2,6 +2,7 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.internal.Json;
 import java.io.BufferedReader;
@@ -34,9 +35,10 @@ import java.util.regex.Pattern;
  * Follows the checkpoints of running jobs: the latest completed checkpoint of each job, from Flink's
  * REST API ({@code /jobs/overview}, {@code /jobs/<id>/checkpoints}) or from a checkpoint base
  * directory ({@code <dir>/<job id>/chk-<n>}). Each new checkpoint is inspected and examined by the
- * doctor; the figures are served as Prometheus metrics ({@link PrometheusMetrics}) and new
- * findings run a hook. It only reads checkpoints: a checkpoint that is half-written or deleted while
- * it is read is counted as an error and read again at the next poll.
+ * doctor, and compared with the job's previous one ({@link Growth#diff}: a union state multiplied by
+ * the restores in between); the figures are served as Prometheus metrics ({@link PrometheusMetrics})
+ * and new findings run a hook. It only reads checkpoints: a checkpoint that is half-written or
+ * deleted while it is read is counted as an error and read again at the next poll.
  */
 public final class Watch implements AutoCloseable {
     private static final Pattern CHK = Pattern.compile("chk-(\\d+)");
@@ -154,7 +156,9 @@ public final class Watch implements AutoCloseable {
         List<CheckpointSurgeon.Finding> findings;
         try {
             report = CheckpointSurgeon.inspect(l.path);
-            findings = CheckpointSurgeon.doctor(report, l.path);
+            findings = new java.util.ArrayList<>(CheckpointSurgeon.doctor(report, l.path));
+            // restores between the job's previous checkpoint and this one: a union state multiplied
+            if (job.report != null) findings.addAll(Growth.diff(job.report, report).findings());
         } catch (CheckpointSurgeonException | RuntimeException e) {
             if (!l.path.equals(job.failed)) {
                 error("job " + job.id + " checkpoint " + l.checkpointId + " " + l.path + ": " + e.getMessage()

@@ -24,7 +24,7 @@ import java.util.function.Function;
  * every field of a payload the Rust side built from known values ({@code native/src/wire/samples.rs}).
  */
 final class Wire {
-    static final short VERSION = 3;
+    static final short VERSION = 4;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
             REPORT = magic("CSRE"), STATE_FILES = magic("CSSF");
 
@@ -351,11 +351,12 @@ final class Wire {
         long elements = r.i64();
         long bytes = r.i64();
         String serializer = r.str();
+        String elementType = r.str();
         long distinctElements = r.i64();
         long digest = r.i64();
         List<InspectReport.KafkaOffset> kafkaOffsets = r.list(32, Wire::kafkaOffset);
-        return new InspectReport.StateInfo(name, mode, elements, bytes, serializer, distinctElements, digest,
-                kafkaOffsets);
+        return new InspectReport.StateInfo(name, mode, elements, bytes, serializer, elementType, distinctElements,
+                digest, kafkaOffsets);
     }
 
     /** An offset of a Kafka state and how many elements hold it. */

@@ -109,6 +109,26 @@ public class WatchTest {
                 .filter(t -> t.name().equals("topic-partition-offset-states")).mapToLong(InspectReport.StateTotal::elements).sum();
     }
 
+    /** Two checkpoints of one job, two restores apart: the watch raises the growth, and only for the stale state. */
+    @Test
+    public void aUnionMultipliedBetweenTwoCheckpointsIsAFinding() throws Exception {
+        Path base = tmp.newFolder("growth").toPath();
+        Path job = base.resolve("job");
+        Files.createDirectories(job.resolve("chk-1"));
+        Files.copy(fixture("1.20.3", "union-growth-p4-r1"), job.resolve("chk-1").resolve("_metadata"));
+        StringWriter log = new StringWriter();
+        try (Watch w = new Watch(null, base, null, 1000, new PrintWriter(log, true))) {
+            w.poll();
+            assertEquals(-1, metric(w.metrics(), "checkpoint_surgeon_finding", "code=\"UNION_STATE_GROWS_BY_PARALLELISM\""));
+            Files.createDirectories(job.resolve("chk-3"));
+            Files.copy(fixture("1.20.3", "union-growth-p4-r3"), job.resolve("chk-3").resolve("_metadata"));
+            w.poll();
+            String m = w.metrics();
+            assertEquals(m, 1, metric(m, "checkpoint_surgeon_finding", "code=\"UNION_STATE_GROWS_BY_PARALLELISM\""));
+            assertTrue(log.toString(), log.toString().contains("UNION_STATE_GROWS_BY_PARALLELISM"));
+        }
+    }
+
     @Test
     public void theEndpointServesTheTextFormatAndSurvivesASilentClient() throws Exception {
         Path base = tmp.newFolder("odd").toPath();

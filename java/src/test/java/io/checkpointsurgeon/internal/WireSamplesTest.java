@@ -82,6 +82,7 @@ public class WireSamplesTest {
         assertEquals(prefix + " elements", base + 4, st.elements());
         assertEquals(prefix + " bytes", base + 5, st.bytes());
         assertEquals(prefix + ".state.serializer", st.serializer());
+        assertEquals(prefix + ".state.elementType", st.elementType());
         assertEquals(prefix + " distinctElements", base + 6, st.distinctElements());
         assertEquals(prefix + " digest", base + 7, st.digest());
         assertEquals(List.of(kafkaOffset(prefix + ".state.kafka", (int) base + 8, 9000 + base)), st.kafkaOffsets());
