@@ -201,6 +201,34 @@ public final class CheckpointSurgeon {
         return isFlinkPath(path) ? Repairs.inspectRemote(path) : inspect(FlinkFileSystems.localPath(path));
     }
 
+    /**
+     * The keyed state of a local checkpoint or savepoint per operator and per keyed state (name,
+     * type, serializers, TTL, entries and bytes in total and per subtask), read natively without
+     * any class of the job: a canonical savepoint's or heap checkpoint's streams are read once
+     * each (in parallel across handles, in bounded memory), a RocksDB checkpoint's SST files only
+     * at their footer and properties block. A handle that cannot be read is reported with its
+     * error and the rest is still read. Long reads report to the {@link #setProgressListener
+     * progress listener}.
+     *
+     * @param path a {@code _metadata} file, or the directory that holds it
+     */
+    public static KeyedReport inspectKeyed(Path path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return Native.inspectKeyed(path, progress);
+    }
+
+    /**
+     * {@link #inspectKeyed(Path)} for a Flink path ({@code s3://bucket/checkpoints/<job>/chk-42})
+     * or a local one. Nothing is downloaded or staged: each file is read through Flink's
+     * FileSystem in the ranges the readers need (a few KiB at the end of each SST file; canonical
+     * and heap streams front to back), with a bounded number of requests at once.
+     */
+    public static KeyedReport inspectKeyed(String path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return isFlinkPath(path) ? Native.inspectKeyedRemote(path, progress)
+                : inspectKeyed(FlinkFileSystems.localPath(path));
+    }
+
     /** {@link #plan(Path, Surgery)} for a Flink path or a local one. Writes nothing. */
     public static SurgeryPlan plan(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
