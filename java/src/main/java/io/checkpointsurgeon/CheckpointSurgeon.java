@@ -477,6 +477,8 @@ public final class CheckpointSurgeon {
         public enum Action {
             INSPECT,
             INSPECT_SUBTASKS,
+            /** Examine the keyed state per state ({@link CheckpointSurgeon#inspectKeyed(String)}). */
+            INSPECT_KEYED,
             REMOVE_STATE,
             DEDUPE_UNION,
             /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
@@ -501,6 +503,10 @@ public final class CheckpointSurgeon {
 
         static Remedy inspect(boolean subtasks) {
             return new Remedy(subtasks ? Action.INSPECT_SUBTASKS : Action.INSPECT, null, null);
+        }
+
+        static Remedy inspectKeyed() {
+            return new Remedy(Action.INSPECT_KEYED, null, null);
         }
 
         public Action action() {
@@ -623,6 +629,32 @@ public final class CheckpointSurgeon {
      */
     public static List<Finding> doctor(Path checkpoint) throws CheckpointSurgeonException {
         return Doctor.examine(inspect(checkpoint), checkpoint);
+    }
+
+    /**
+     * What is wrong with a checkpoint's keyed state ({@code keyed} must be
+     * {@link #inspectKeyed(String)}'s of the checkpoint {@code report} describes):
+     * <ul>
+     * <li>{@code LARGEST_KEYED_STATE_WITHOUT_TTL} (WARNING): the keyed state that holds the largest
+     * share of the checkpoint's bytes, 1 MiB or more of it, has no TTL, the usual case of a state
+     * that grows without bound;
+     * <li>{@code STALE_KEYED_STATE} (WARNING), when {@code registeredStates} is given: a keyed state
+     * in the checkpoint that the job no longer registers. Flink restores every state of the meta
+     * info and writes it back on every checkpoint, so it is carried forever. Each entry is a state
+     * name, for every operator, or {@code uid/name} (or {@code operatorId/name}) for one operator,
+     * which is then checked against its own entries and the unscoped ones; timers (priority queue
+     * states) are not the job's to register and are not checked;
+     * <li>{@code KEYED_SERIALIZER_CLASS_MISSING} (ERROR), when {@code classPath} is given: a class a
+     * state's serializer snapshot names (the snapshot class, a POJO, Kryo's type) that the class
+     * path cannot load, so that a restore with it fails. Flink's own classes are checked only when
+     * the class path has Flink.
+     * </ul>
+     */
+    public static List<Finding> doctorKeyed(InspectReport report, KeyedReport keyed,
+            java.util.Collection<String> registeredStates, ClassLoader classPath) {
+        Objects.requireNonNull(report, "report");
+        Objects.requireNonNull(keyed, "keyed");
+        return Doctor.examineKeyed(report, keyed, registeredStates, classPath);
     }
 
     /** {@link #doctor} for an HA completedCheckpoint file. */

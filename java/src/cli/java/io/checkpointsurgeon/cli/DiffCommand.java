@@ -12,7 +12,8 @@ import picocli.CommandLine.Parameters;
 
 @Command(name = "diff", mixinStandardHelpOptions = true,
         description = "Compare two checkpoints: per operator and state the elements, bytes and distinct values in A and"
-                + " in B, the growth factor, states added or removed, and keyed and coordinator state sizes.")
+                + " in B, the growth factor, states added or removed, and keyed and coordinator state sizes; with"
+                + " --keyed every keyed state's entries and bytes too.")
 final class DiffCommand extends BaseCommand {
     @Parameters(index = "0", paramLabel = "A", description = "the older checkpoint or savepoint")
     String a;
@@ -27,6 +28,10 @@ final class DiffCommand extends BaseCommand {
             + " more than FACTOR from A to B")
     Double maxGrowth;
 
+    @Option(names = "--keyed", description = "also compare the keyed states (entries and bytes per state; reads the"
+            + " keyed state's files, see inspect --keyed)")
+    boolean keyed;
+
     @CommandLine.Mixin
     FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
@@ -34,7 +39,8 @@ final class DiffCommand extends BaseCommand {
     public Integer call() throws CheckpointSurgeonException {
         fs.apply(a);
         fs.apply(b);
-        Growth.Diff d = Growth.diff(CheckpointSurgeon.inspect(a), CheckpointSurgeon.inspect(b));
+        Growth.Diff d = Growth.diff(CheckpointSurgeon.inspect(a), CheckpointSurgeon.inspect(b),
+                keyed ? CheckpointSurgeon.inspectKeyed(a) : null, keyed ? CheckpointSurgeon.inspectKeyed(b) : null);
         PrintWriter out = out();
         out.print(json.json ? d.toJson() : TextRenderer.diff(d));
         out.flush();
