@@ -148,6 +148,44 @@ public class KeyedReportTest {
                 && f.get(0).message().contains("io.checkpointsurgeon.fixtures.KeyedStateJob$Reading"));
     }
 
+    /**
+     * {@code doctor --job-jar}: a jar without the POJO class of {@code pojo-state} gives the
+     * ERROR (exit 4), a jar with a class of that name (compiled here) none.
+     */
+    @Test
+    public void doctorJobJarChecksTheKeyedSerializerClasses() throws Exception {
+        javax.tools.JavaCompiler javac = javax.tools.ToolProvider.getSystemJavaCompiler();
+        org.junit.Assume.assumeTrue("a JDK with javac", javac != null);
+        Path dir = Files.createTempDirectory("job-jar");
+        Path src = Files.createDirectories(dir.resolve("src/io/checkpointsurgeon/fixtures")).resolve("KeyedStateJob.java");
+        Files.writeString(src, "package io.checkpointsurgeon.fixtures;\n"
+                + "public class KeyedStateJob { public static class Reading { public long key; } }\n");
+        Path classes = Files.createDirectories(dir.resolve("classes"));
+        assertEquals(0, javac.run(null, null, null, "-d", classes.toString(), src.toString()));
+        Path with = dir.resolve("with.jar"), without = dir.resolve("without.jar");
+        jar(with, classes);
+        jar(without, Files.createDirectories(dir.resolve("empty")));
+        String sp = fixture("1.15.4", "keyed-all-savepoint-heap").toString();
+        Result missing = CliSubprocessTest.cli("doctor", sp, "--job-jar", without.toString());
+        assertEquals(missing.out + missing.err, 4, missing.code);
+        assertTrue(missing.out, missing.out.contains("ERROR KEYED_SERIALIZER_CLASS_MISSING: keyed state 'pojo-state'")
+                && missing.out.contains("io.checkpointsurgeon.fixtures.KeyedStateJob$Reading"));
+        Result found = CliSubprocessTest.cli("doctor", sp, "--job-jar", with.toString());
+        assertEquals(found.out + found.err, 0, found.code);
+        assertFalse(found.out, found.out.contains("KEYED_SERIALIZER_CLASS_MISSING"));
+    }
+
+    private static void jar(Path jar, Path classes) throws IOException {
+        try (java.util.jar.JarOutputStream out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar));
+                java.util.stream.Stream<Path> files = Files.walk(classes)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                out.putNextEntry(new java.util.jar.JarEntry(classes.relativize(f).toString().replace('\\', '/')));
+                out.write(Files.readAllBytes(f));
+                out.closeEntry();
+            }
+        }
+    }
+
     @Test
     public void inspectDoctorDiffAndHistoryWithKeyedOnTheCommandLine() throws Exception {
         String native20 = fixture("1.20.3", "keyed-all-native").toString();

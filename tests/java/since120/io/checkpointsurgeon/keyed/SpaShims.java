@@ -1,0 +1,52 @@
+package io.checkpointsurgeon.keyed;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.StateBackend;
+import org.apache.flink.state.api.OperatorIdentifier;
+import org.apache.flink.state.api.SavepointReader;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.CloseableIterator;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The State Processor API calls of the keyed tests on Flink 1.20 and 2.x: operators named by an
+ * {@link OperatorIdentifier}, functions opened with an {@link OpenContext}, TTL as a {@link Duration}.
+ */
+final class SpaShims {
+    private SpaShims() {}
+
+    /** Every line {@link StateCounts} emits for the operator {@code uid} of a checkpoint or savepoint. */
+    static List<String> stateCounts(String path, String uid, StateBackend backend) throws Exception {
+        Configuration conf = new Configuration();
+        conf.setString("rest.bind-port", "0");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        SavepointReader reader = backend == null ? SavepointReader.read(env, path) : SavepointReader.read(env, path, backend);
+        List<String> out = new ArrayList<>();
+        try (CloseableIterator<String> it = reader.readKeyedState(OperatorIdentifier.forUid(uid), new Counts())
+                .executeAndCollect()) {
+            it.forEachRemaining(out::add);
+        }
+        return out;
+    }
+
+    static StateTtlConfig ttlOfOneDay(StateTtlConfig.StateVisibility visibility) {
+        return StateTtlConfig.newBuilder(Duration.ofDays(1)).setStateVisibility(visibility).build();
+    }
+
+    static final class Counts extends StateCounts {
+        /** The method 1.20 declares abstract; 2.x has no such method, so no {@code @Override}. */
+        public void open(Configuration parameters) {
+            register(getRuntimeContext());
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            register(getRuntimeContext());
+        }
+    }
+}
