@@ -231,7 +231,13 @@ public class KeyedStateJudgeTest {
             for (int i = 0; i < names.size(); i++) {
                 String n = new String(names.get(i), StandardCharsets.UTF_8);
                 byName.put(n, handles.get(i));
-                if (compact) db.compactRange(handles.get(i));
+                if (compact) {
+                    // kForce: also rewrite files already in the bottommost level, merging their operands
+                    try (org.rocksdb.CompactRangeOptions o = new org.rocksdb.CompactRangeOptions()
+                            .setBottommostLevelCompaction(org.rocksdb.CompactRangeOptions.BottommostLevelCompaction.kForce)) {
+                        db.compactRange(handles.get(i), null, null, o);
+                    }
+                }
             }
             for (LiveFileMetaData f : db.getLiveFilesMetaData()) {
                 String cf = new String(f.columnFamilyName(), StandardCharsets.UTF_8);
