@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 
 import static io.checkpointsurgeon.fixtures.RestoreScenario.CONSUMER_UID;
 import static io.checkpointsurgeon.fixtures.RestoreScenario.KEYS;
@@ -444,8 +445,14 @@ public class S3CheckpointTest {
     public void keyedStateOfRocksDbOnS3IsReadInRanges() throws Exception {
         long keys = 8192;
         RandomKeyed.WRITTEN.set(0);
-        Configuration c = conf("keyed-ranges", null, false, "rocksdb");
-        FlinkConf.set(c, "false", "classloader.check-leaked-classloader");
+        // written on local disk, then uploaded by this thread and relocated into the bucket: a job
+        // that uploads leaves the S3 plugin's upload threads with its class loader for later jobs
+        Path local = work.resolve("keyed-ranges");
+        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
+                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
+        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
+        FlinkConf.inlineThreshold(c, "0");
+        FlinkConf.noRestarts(c);
         Result r = MiniClusterJob.of("keyed-ranges", c, P, env -> io.checkpointsurgeon.fixtures.Shims.discard(
                         env.fromSource(new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
                                 org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
@@ -457,7 +464,16 @@ public class S3CheckpointTest {
                 .pollInterval(Duration.ofMillis(100))
                 .run();
         assertNull(r.failureText(), r.failure());
-        String chk = r.checkpoint();
+        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
+        String remoteJob = "s3://" + BUCKET + "/keyed-ranges/" + jobDir.getFileName();
+        try (Stream<Path> files = Files.walk(jobDir)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
+                        io.checkpointsurgeon.ProgressListener.SILENT);
+            }
+        }
+        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
+        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
         io.checkpointsurgeon.KeyedReport direct = CheckpointSurgeon.inspectKeyed(chk);
         io.checkpointsurgeon.KeyedReport.State payload = keyedState(direct, "payload");
         assertEquals("each key written once, RocksDB's entries are the keys", keys, payload.total().entries());
