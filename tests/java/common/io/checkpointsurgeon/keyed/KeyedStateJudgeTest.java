@@ -128,18 +128,24 @@ public class KeyedStateJudgeTest {
 
     @Test
     public void canonicalAndHeapCountsAreWhatTheStateProcessorApiReads() throws Exception {
-        int judged = 0;
+        Map<String, String> paths = new LinkedHashMap<>();
+        Map<String, StateBackend> backends = new HashMap<>();
         for (String name : new String[] {"keyed-all-hashmap", "keyed-all-hashmap-compressed", "keyed-all-savepoint-heap",
                 "keyed-all-savepoint-heap-compressed", "keyed-all-savepoint-rocksdb",
                 "keyed-all-savepoint-rocksdb-compressed", "keyed-all-rocksdb-full"}) {
             Path dir = fixtures().resolve(name);
             if (!Files.exists(dir.resolve("_metadata"))) continue; // keyed-all-rocksdb-full: up to 1.15 only
-            boolean heap = name.startsWith("keyed-all-hashmap");
-            KeyedReport.Operator op = job(CheckpointSurgeon.inspectKeyed(dir));
+            paths.put(name, dir.toUri().toString());
             // a canonical savepoint is read with the default (heap) backend whatever wrote it; 1.15's full
             // RocksDB checkpoint is RocksDB's own to restore
-            Map<String, long[]> spa = StateCounts.sum(SpaShims.stateCounts(dir.toUri().toString(), KeyedStateJob.UID,
-                    name.equals("keyed-all-rocksdb-full") ? rocksDb() : null));
+            if (name.equals("keyed-all-rocksdb-full")) backends.put(name, rocksDb());
+        }
+        // one State Processor API job reads them all
+        Map<String, Map<String, long[]>> all = StateCounts.sum(SpaShims.stateCounts(paths, backends, KeyedStateJob.UID));
+        for (String name : paths.keySet()) {
+            boolean heap = name.startsWith("keyed-all-hashmap");
+            KeyedReport.Operator op = job(CheckpointSurgeon.inspectKeyed(fixtures().resolve(name)));
+            Map<String, long[]> spa = all.get(name);
             assertEquals(name, new TreeSet<>(spa.keySet()),
                     op.states().stream().map(KeyedReport.State::name).collect(Collectors.toCollection(TreeSet::new)));
             KeyedReport.SnapshotFormat format = heap ? KeyedReport.SnapshotFormat.HEAP_CHECKPOINT
@@ -152,10 +158,9 @@ public class KeyedStateJudgeTest {
             // the map state tells the formats apart: a record per user key, or one per key
             long[] map = spa.get(KeyedStateJob.MAP);
             assertTrue(name + ": map entries " + map[0] + " per user key, " + map[1] + " per key", map[0] > map[1]);
-            judged++;
         }
-        assertTrue(judged >= 6);
-        LOG.add(judged + " canonical and heap fixtures agree with the State Processor API");
+        assertTrue(paths.size() >= 6);
+        LOG.add(paths.size() + " canonical and heap fixtures agree with the State Processor API");
     }
 
     /** The retained checkpoints of a job directory, oldest first. */
@@ -315,7 +320,8 @@ public class KeyedStateJudgeTest {
         Path copy = work.resolve("compacted");
         TestFiles.copyRecursively(work.resolve("instance-" + chk.getFileName()), copy);
         Map<String, Family> compacted = rocksDbFigures(copy, true);
-        Map<String, long[]> spa = StateCounts.sum(SpaShims.stateCounts(chk.toUri().toString(), KeyedStateJob.UID, rocksDb()));
+        Map<String, long[]> spa = StateCounts.sum(SpaShims.stateCounts(Map.of("chk", chk.toUri().toString()),
+                Map.of("chk", rocksDb()), KeyedStateJob.UID)).get("chk");
         List<String> removed = new ArrayList<>();
         for (KeyedReport.State s : lastOp.states()) {
             long live = compacted.get(s.name()).entries;

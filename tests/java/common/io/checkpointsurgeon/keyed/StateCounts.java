@@ -79,16 +79,30 @@ abstract class StateCounts extends KeyedStateReaderFunction<Long, String> {
         if (processing > 0) out.collect(KeyedStateJob.PROCESSING_TIMERS + "\t" + processing + "\t" + processing);
     }
 
-    /** Per state: {records, keys}, summed over the lines {@link #readKey} emitted. */
-    static Map<String, long[]> sum(List<String> lines) {
-        Map<String, long[]> out = new HashMap<>();
+    /** Per tag (see {@link Tag}) and state: {records, keys}, summed over the lines {@link #readKey} emitted. */
+    static Map<String, Map<String, long[]>> sum(List<String> lines) {
+        Map<String, Map<String, long[]>> out = new HashMap<>();
         for (String l : lines) {
             String[] f = l.split("\t");
-            long[] v = out.computeIfAbsent(f[0], k -> new long[2]);
-            v[0] += Long.parseLong(f[1]);
-            v[1] += Long.parseLong(f[2]);
+            long[] v = out.computeIfAbsent(f[0], k -> new HashMap<>()).computeIfAbsent(f[1], k -> new long[2]);
+            v[0] += Long.parseLong(f[2]);
+            v[1] += Long.parseLong(f[3]);
         }
         return out;
+    }
+
+    /** Prefixes a line with the name of the checkpoint it was read from. */
+    static final class Tag implements org.apache.flink.api.common.functions.MapFunction<String, String> {
+        private final String tag;
+
+        Tag(String tag) {
+            this.tag = tag;
+        }
+
+        @Override
+        public String map(String line) {
+            return tag + "\t" + line;
+        }
     }
 
     /** The job's aggregate function (KeyedStateJob.Average is package-private there). */
