@@ -8,6 +8,7 @@
 pub mod keyed;
 pub mod mapguard;
 pub mod read;
+pub mod remote;
 
 pub use read::Checkpoint;
 

@@ -201,6 +201,34 @@ public final class CheckpointSurgeon {
         return isFlinkPath(path) ? Repairs.inspectRemote(path) : inspect(FlinkFileSystems.localPath(path));
     }
 
+    /**
+     * The keyed state of a local checkpoint or savepoint per operator and per keyed state (name,
+     * type, serializers, TTL, entries and bytes in total and per subtask), read natively without
+     * any class of the job: a canonical savepoint's or heap checkpoint's streams are read once
+     * each (in parallel across handles, in bounded memory), a RocksDB checkpoint's SST files only
+     * at their footer and properties block. A handle that cannot be read is reported with its
+     * error and the rest is still read. Long reads report to the {@link #setProgressListener
+     * progress listener}.
+     *
+     * @param path a {@code _metadata} file, or the directory that holds it
+     */
+    public static KeyedReport inspectKeyed(Path path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return Native.inspectKeyed(path, progress);
+    }
+
+    /**
+     * {@link #inspectKeyed(Path)} for a Flink path ({@code s3://bucket/checkpoints/<job>/chk-42})
+     * or a local one. Nothing is downloaded or staged: each file is read through Flink's
+     * FileSystem in the ranges the readers need (a few KiB at the end of each SST file; canonical
+     * and heap streams front to back), with a bounded number of requests at once.
+     */
+    public static KeyedReport inspectKeyed(String path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return isFlinkPath(path) ? Native.inspectKeyedRemote(path, progress)
+                : inspectKeyed(FlinkFileSystems.localPath(path));
+    }
+
     /** {@link #plan(Path, Surgery)} for a Flink path or a local one. Writes nothing. */
     public static SurgeryPlan plan(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
@@ -451,6 +479,8 @@ public final class CheckpointSurgeon {
         public enum Action {
             INSPECT,
             INSPECT_SUBTASKS,
+            /** Examine the keyed state per state ({@link CheckpointSurgeon#inspectKeyed(String)}). */
+            INSPECT_KEYED,
             REMOVE_STATE,
             DEDUPE_UNION,
             /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
@@ -497,6 +527,10 @@ public final class CheckpointSurgeon {
 
         static Remedy inspect(boolean subtasks) {
             return new Remedy(subtasks ? Action.INSPECT_SUBTASKS : Action.INSPECT, null, null);
+        }
+
+        static Remedy inspectKeyed() {
+            return new Remedy(Action.INSPECT_KEYED, null, null);
         }
 
         public Action action() {
@@ -620,6 +654,32 @@ public final class CheckpointSurgeon {
      */
     public static List<Finding> doctor(Path checkpoint) throws CheckpointSurgeonException {
         return Doctor.examine(inspect(checkpoint), checkpoint);
+    }
+
+    /**
+     * What is wrong with a checkpoint's keyed state ({@code keyed} must be
+     * {@link #inspectKeyed(String)}'s of the checkpoint {@code report} describes):
+     * <ul>
+     * <li>{@code LARGEST_KEYED_STATE_WITHOUT_TTL} (WARNING): the keyed state that holds the largest
+     * share of the checkpoint's bytes, 1 MiB or more of it, has no TTL, the usual case of a state
+     * that grows without bound;
+     * <li>{@code STALE_KEYED_STATE} (WARNING), when {@code registeredStates} is given: a keyed state
+     * in the checkpoint that the job no longer registers. Flink restores every state of the meta
+     * info and writes it back on every checkpoint, so it is carried forever. Each entry is a state
+     * name, for every operator, or {@code uid/name} (or {@code operatorId/name}) for one operator,
+     * which is then checked against its own entries and the unscoped ones; timers (priority queue
+     * states) are not the job's to register and are not checked;
+     * <li>{@code KEYED_SERIALIZER_CLASS_MISSING} (ERROR), when {@code classPath} is given: a class a
+     * state's serializer snapshot names (the snapshot class, a POJO, Kryo's type) that the class
+     * path cannot load, so that a restore with it fails. Flink's own classes are checked only when
+     * the class path has Flink.
+     * </ul>
+     */
+    public static List<Finding> doctorKeyed(InspectReport report, KeyedReport keyed,
+            java.util.Collection<String> registeredStates, ClassLoader classPath) {
+        Objects.requireNonNull(report, "report");
+        Objects.requireNonNull(keyed, "keyed");
+        return Doctor.examineKeyed(report, keyed, registeredStates, classPath);
     }
 
     /**

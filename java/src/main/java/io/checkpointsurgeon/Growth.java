@@ -272,10 +272,35 @@ public final class Growth {
         return out;
     }
 
+    /** State keys in order: operator id, state name, then operator state before keyed state. */
+    private static final Comparator<List<String>> KEY_ORDER = Comparator.comparing((List<String> l) -> l.get(0))
+            .thenComparing(l -> l.get(1)).thenComparing(l -> l.size() > 2 ? l.get(2) : "");
+
+    /** The mode of a keyed state in diffs and histories: {@code keyed value}, {@code keyed timers}, ... */
+    static String keyedMode(KeyedReport.State s) {
+        return "keyed " + s.kind();
+    }
+
+    /**
+     * Per operator id and keyed state name (the key's third part is {@code keyed}, so that an
+     * operator state of the same name stays apart): entries, stored bytes, -1 (no distinct values).
+     */
+    static Map<List<String>, long[]> keyedStates(KeyedReport k, Map<List<String>, String> modes) {
+        Map<List<String>, long[]> out = new TreeMap<>(KEY_ORDER);
+        if (k == null) return out;
+        for (KeyedReport.Operator op : k.operators()) {
+            for (KeyedReport.State st : op.states()) {
+                List<String> key = List.of(op.id(), st.name(), "keyed");
+                modes.put(key, keyedMode(st));
+                out.put(key, new long[] {st.total().entries(), st.total().storedBytes(), -1});
+            }
+        }
+        return out;
+    }
+
     /** Per operator id and state name: elements, bytes, distinct (max per subtask), mode. */
     static Map<List<String>, long[]> states(InspectReport r, Map<List<String>, String> modes) {
-        Map<List<String>, long[]> out = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
-                .thenComparing(l -> l.get(1)));
+        Map<List<String>, long[]> out = new TreeMap<>(KEY_ORDER);
         for (InspectReport.OperatorInfo op : r.operators()) {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
@@ -295,10 +320,20 @@ public final class Growth {
 
     /** What changed from checkpoint {@code a} to checkpoint {@code b}. */
     public static Diff diff(InspectReport a, InspectReport b) {
+        return diff(a, b, null, null);
+    }
+
+    /**
+     * What changed from checkpoint {@code a} to checkpoint {@code b}, their keyed states included
+     * (mode {@code keyed <type>}, entries as elements, stored bytes as bytes) when their keyed
+     * reports are given ({@link CheckpointSurgeon#inspectKeyed(String)}; null: none).
+     */
+    public static Diff diff(InspectReport a, InspectReport b, KeyedReport keyedA, KeyedReport keyedB) {
         Map<List<String>, String> modes = new LinkedHashMap<>();
         Map<List<String>, long[]> sa = states(a, modes), sb = states(b, modes);
-        Map<List<String>, long[]> keys = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
-                .thenComparing(l -> l.get(1)));
+        sa.putAll(keyedStates(keyedA, modes));
+        sb.putAll(keyedStates(keyedB, modes));
+        Map<List<String>, long[]> keys = new TreeMap<>(KEY_ORDER);
         keys.putAll(sa);
         keys.putAll(sb);
         List<StateChange> states = new ArrayList<>();
@@ -582,18 +617,33 @@ public final class Growth {
      * finding, however small the state still is.
      */
     public static History history(List<InspectReport> reports) {
-        List<InspectReport> sorted = new ArrayList<>(reports);
-        sorted.sort(Comparator.comparingLong(InspectReport::checkpointId));
+        return history(reports, null);
+    }
+
+    /**
+     * {@link #history(List)} with the checkpoints' keyed states (mode {@code keyed <type>}, entries
+     * as elements, stored bytes as bytes): {@code keyed} holds the keyed report of each of
+     * {@code reports}, in the same order (null: none), so that a keyed state that grows without
+     * bound, or one the job no longer registers but Flink carries on, shows as a series.
+     */
+    public static History history(List<InspectReport> reports, List<KeyedReport> keyed) {
+        if (keyed != null && keyed.size() != reports.size()) {
+            throw new IllegalArgumentException(keyed.size() + " keyed reports for " + reports.size() + " checkpoints");
+        }
+        List<Integer> order = new ArrayList<>();
+        for (int i = 0; i < reports.size(); i++) order.add(i);
+        order.sort(Comparator.comparingLong(i -> reports.get(i).checkpointId()));
         List<Checkpoint> cps = new ArrayList<>();
         Map<List<String>, String> modes = new LinkedHashMap<>();
         List<Map<List<String>, long[]>> per = new ArrayList<>();
         List<Map<String, Integer>> parallelism = new ArrayList<>();
         List<Map<List<String>, UnionCopies>> copies = new ArrayList<>();
-        Map<List<String>, Boolean> keys = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
-                .thenComparing(l -> l.get(1)));
-        for (InspectReport r : sorted) {
+        Map<List<String>, Boolean> keys = new TreeMap<>(KEY_ORDER);
+        for (int i : order) {
+            InspectReport r = reports.get(i);
             cps.add(new Checkpoint(r.checkpointId(), r.source(), r.metadataBytes()));
             Map<List<String>, long[]> s = states(r, modes);
+            if (keyed != null) s.putAll(keyedStates(keyed.get(i), modes));
             s.keySet().forEach(k -> keys.put(k, true));
             per.add(s);
             copies.add(unions(r));
@@ -618,7 +668,7 @@ public final class Growth {
             List<String> steps = new ArrayList<>();
             boolean proven = false;
             int countsOnly = 0;
-            for (int i = 1; i < sorted.size(); i++) {
+            for (int i = 1; i < per.size(); i++) {
                 Multiplication m = multiplied(copies.get(i - 1).get(k), copies.get(i).get(k));
                 if (m == null) continue;
                 proven |= m.proven;

@@ -2,8 +2,14 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.internal.Json;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,6 +40,21 @@ final class DoctorCommand extends BaseCommand {
     @Option(names = "--fail-on", paramLabel = "LEVEL", description = "exit 4 when a finding of this severity or"
             + " higher is found: error (default) or warning")
     String failOn = "error";
+
+    @Option(names = "--keyed", description = "also examine the keyed state (reads its files, see inspect --keyed):"
+            + " the keyed state with the largest share of the checkpoint that has no TTL")
+    boolean keyed;
+
+    @Option(names = "--expect-states", paramLabel = "FILE", description = "the keyed states the job registers, one per"
+            + " line: NAME (for every operator) or UID/NAME (one operator; an operator id works too), '#' comments;"
+            + " every other keyed state in the checkpoint is reported as stale (implies --keyed)")
+    Path expectStates;
+
+    @Option(names = "--job-jar", paramLabel = "JAR", description = "the job's jar (repeatable): a class that a keyed"
+            + " state's serializer snapshot names (a POJO, Kryo's type, the snapshot class) and that these jars (with"
+            + " this JVM's class path) cannot load is reported, as a restore would fail on it; classes are loaded,"
+            + " never initialized (implies --keyed)")
+    List<Path> jobJars = new ArrayList<>();
 
     @Option(names = "--zookeeper-quorum", paramLabel = "HOSTS", description = "HA dir: the cluster's ZooKeeper, for the"
             + " printed `ha repair` fix (its --apply then checks that no JobManager holds the leadership)")
@@ -82,15 +103,24 @@ final class DoctorCommand extends BaseCommand {
         }
         if (zookeeperQuorum != null && k8s.kubernetes) throw usage("--kubernetes or --zookeeper-quorum, not both");
         if (k8s.kubernetes && k8s.clusterId == null) throw usage("--kubernetes needs --cluster-id (kubernetes.cluster-id)");
+        boolean examineKeyed = keyed || expectStates != null || !jobJars.isEmpty();
+        List<String> registered = expectStates == null ? null : expectedStates(expectStates);
         List<Result> results = new ArrayList<>();
         if (CheckpointSurgeon.isFlinkPath(pathArg)) {
             fs.apply(pathArg);
-            results.add(new Result(pathArg, CheckpointSurgeon.doctor(pathArg), r -> TextRenderer.command(r, pathArg)));
+            InspectReport r = CheckpointSurgeon.inspect(pathArg);
+            List<CheckpointSurgeon.Finding> found = new ArrayList<>(CheckpointSurgeon.doctor(r, pathArg));
+            if (examineKeyed) found.addAll(keyedFindings(r, registered));
+            results.add(new Result(pathArg, found, f -> TextRenderer.command(f, pathArg)));
         } else {
             Path path = CheckpointSurgeon.localPath(pathArg);
             boolean ha = Files.isDirectory(path)
                     ? !Files.exists(path.resolve("_metadata")) && !CheckpointSurgeon.haFiles(path).isEmpty()
                     : path.getFileName().toString().startsWith("completedCheckpoint");
+            if (ha && examineKeyed) {
+                throw usage("--keyed, --expect-states and --job-jar read a checkpoint's keyed state, not an HA file:"
+                        + " give the checkpoint directory the HA file names (ha list shows it)");
+            }
             if (ha) {
                 // the fix of an HA file is one `ha repair` of the HA dir (or file) given, all its files at once
                 List<Path> files = CheckpointSurgeon.haFiles(path);
@@ -102,8 +132,10 @@ final class DoctorCommand extends BaseCommand {
                 }
             } else {
                 String p = path.toString();
-                results.add(new Result(p, CheckpointSurgeon.doctor(Prefetch.inspect(pathArg), pathArg),
-                        r -> TextRenderer.command(r, p)));
+                InspectReport r = Prefetch.inspect(pathArg);
+                List<CheckpointSurgeon.Finding> found = new ArrayList<>(CheckpointSurgeon.doctor(r, pathArg));
+                if (examineKeyed) found.addAll(keyedFindings(r, registered));
+                results.add(new Result(p, found, f -> TextRenderer.command(f, p)));
             }
         }
         PrintWriter out = out();
@@ -115,6 +147,41 @@ final class DoctorCommand extends BaseCommand {
         }
         out.flush();
         return exitCode(results);
+    }
+
+    /** The keyed findings of the checkpoint at {@link #pathArg}, whose report is {@code r}. */
+    private List<CheckpointSurgeon.Finding> keyedFindings(InspectReport r, List<String> registered)
+            throws CheckpointSurgeonException {
+        ClassLoader classPath = null;
+        if (!jobJars.isEmpty()) {
+            List<URL> urls = new ArrayList<>();
+            for (Path j : jobJars) {
+                if (!Files.isRegularFile(j)) throw usage("--job-jar " + j + ": no such file");
+                try {
+                    urls.add(j.toUri().toURL());
+                } catch (MalformedURLException e) {
+                    throw usage("--job-jar " + j + ": " + e.getMessage());
+                }
+            }
+            classPath = new URLClassLoader(urls.toArray(new URL[0]), DoctorCommand.class.getClassLoader());
+        }
+        return CheckpointSurgeon.doctorKeyed(r, CheckpointSurgeon.inspectKeyed(pathArg), registered, classPath);
+    }
+
+    /** The lines of {@code --expect-states}: a state (or uid/state) each, without blank lines and '#' comments. */
+    private List<String> expectedStates(Path file) {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw usage("--expect-states " + file + ": " + e);
+        }
+        List<String> out = new ArrayList<>();
+        for (String l : lines) {
+            String t = l.strip();
+            if (!t.isEmpty() && !t.startsWith("#")) out.add(t);
+        }
+        return out;
     }
 
     /** The JSON of the findings: per path, each finding with its remedies as command lines. */

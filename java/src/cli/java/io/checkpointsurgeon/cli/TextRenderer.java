@@ -3,6 +3,7 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import java.nio.file.Files;
@@ -149,6 +150,145 @@ final class TextRenderer {
         }
     }
 
+    /** What RocksDB's numbers are, wherever they are shown. */
+    static final String ROCKSDB_NUMBERS = "RocksDB's numbers (its SST files' table properties): entries include"
+            + " tombstones and overwritten versions that compaction has not removed yet; bytes are the SST files' sizes";
+
+    /**
+     * {@code inspect --keyed}: per operator and keyed state its type, TTL, entries and bytes in
+     * total and per subtask (min and max; with {@code subtasks} each one), its serializers and their
+     * snapshot classes, and what could not be read, with file and byte offset.
+     */
+    static String keyed(KeyedReport k, boolean subtasks) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "%nkeyed state of %s: %d operators, %s%n", printable(k.source()),
+                k.operators().size(), bytes(k.storedBytes())));
+        for (KeyedReport.Operator op : k.operators()) keyedOperator(sb, op, subtasks);
+        return sb.toString();
+    }
+
+    private static void keyedOperator(StringBuilder sb, KeyedReport.Operator op, boolean subtasks) {
+        sb.append(String.format(Locale.ROOT, "%noperator %s", op.id()));
+        if (!op.uid().isEmpty()) sb.append("  uid=").append(printable(op.uid()));
+        if (!op.name().isEmpty()) sb.append("  name=").append(printable(op.name()));
+        sb.append(String.format(Locale.ROOT, "%n  parallelism %d, max parallelism %d, %d keyed handles%n",
+                op.parallelism(), op.maxParallelism(), op.handles().size()));
+        if (!op.states().isEmpty()) {
+            int w = 11;
+            long all = 0;
+            for (KeyedReport.State s : op.states()) {
+                w = Math.max(w, Math.min(48, printable(s.name()).length()));
+                all += s.total().storedBytes();
+            }
+            String row = "  %-" + w + "s %-11s %-3s %14s %16s %6s %-20s %s%n";
+            sb.append(String.format(Locale.ROOT, row, "keyed state", "type", "TTL", "entries", "bytes", "share",
+                    "entries per subtask", "format"));
+            for (KeyedReport.State s : op.states()) {
+                KeyedReport.Count c = s.total();
+                long min = Long.MAX_VALUE, max = 0;
+                for (KeyedReport.SubtaskCount t : s.subtasks()) {
+                    min = Math.min(min, t.count().entries());
+                    max = Math.max(max, t.count().entries());
+                }
+                sb.append(String.format(Locale.ROOT, row, printable(s.name()), s.kind(), s.ttl() ? "yes" : "no",
+                        String.format(Locale.ROOT, "%,d", c.entries()), String.format(Locale.ROOT, "%,d", c.storedBytes()),
+                        String.format(Locale.ROOT, "%.1f%%", all == 0 ? 0.0 : 100.0 * c.storedBytes() / all),
+                        s.subtasks().isEmpty() ? "-" : String.format(Locale.ROOT, "%,d..%,d in %d", min, max,
+                                s.subtasks().size()),
+                        formats(s) + (c.complete() ? "" : " (incomplete: see below)")));
+            }
+            if (op.states().stream().anyMatch(KeyedReport.State::rocksDbNumbers)) {
+                sb.append("  ").append(ROCKSDB_NUMBERS).append(':').append(NL);
+                for (KeyedReport.State s : op.states()) {
+                    KeyedReport.RocksDbFigures f = s.rocksDb();
+                    if (f == null) continue;
+                    sb.append(String.format(Locale.ROOT, "    %-" + w + "s %,d SST files, %,d deleted keys, %,d merge"
+                            + " operands, %,d range deletions, data blocks %s%n", printable(s.name()), f.files(),
+                            f.deletedKeys(), f.mergeOperands(), f.rangeDeletions(), bytes(f.dataSize())));
+                }
+            }
+            if (op.states().stream().anyMatch(KeyedReport.State::ttl)) {
+                sb.append("  TTL: the value serializer is Flink's TTL wrapper; the time to live, update type, visibility"
+                        + " and cleanup are set in the job's code, not in the meta info").append(NL);
+            }
+            // serializers by their short names, then each snapshot class once
+            KeyedReport.Serializer key = op.states().get(0).serializer("KEY_SERIALIZER");
+            sb.append("  serializers").append(key == null ? "" : " (key " + printable(key.snapshot().shortName()) + ")")
+                    .append(':').append(NL);
+            Map<String, KeyedReport.SerializerSnapshot> classes = new java.util.TreeMap<>();
+            for (KeyedReport.State s : op.states()) {
+                List<String> parts = new java.util.ArrayList<>();
+                for (KeyedReport.Serializer z : s.serializers()) {
+                    snapshotClasses(z.snapshot(), classes);
+                    if (!z.role().equals("KEY_SERIALIZER")) parts.add(role(z.role()) + " " + printable(z.snapshot().shortName()));
+                }
+                sb.append(String.format(Locale.ROOT, "    %-" + w + "s %s%n", printable(s.name()), String.join(", ", parts)));
+            }
+            sb.append("  snapshot classes:").append(NL);
+            classes.forEach((c, z) -> sb.append(String.format(Locale.ROOT, "    %s v%d%s%n", printable(c), z.version(),
+                    z.classes().isEmpty() ? "" : " (" + printable(String.join(", ", z.classes())) + ")")));
+            if (subtasks) {
+                sb.append("  per subtask ([subtask] entries, bytes):").append(NL);
+                for (KeyedReport.State s : op.states()) {
+                    sb.append(String.format(Locale.ROOT, "    %-" + w + "s", printable(s.name())));
+                    for (KeyedReport.SubtaskCount t : s.subtasks()) {
+                        sb.append(String.format(Locale.ROOT, " [%d] %,d, %,d;", t.subtask(), t.count().entries(),
+                                t.count().storedBytes()));
+                    }
+                    sb.append(NL);
+                }
+            }
+        }
+        int shown = 0, hidden = 0;
+        for (KeyedReport.Handle h : op.handles()) {
+            if (h.error() != null) {
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s not read (%s): %s%n", h.subtask(), h.kind(),
+                        bytes(h.totalBytes()), printable(h.error())));
+            }
+            for (KeyedReport.Note n : h.notes()) {
+                if (!subtasks && shown == KEYED_NOTES) {
+                    hidden++;
+                    continue;
+                }
+                shown++;
+                // a reader's error names its file already; a note about a whole handle has none
+                String file = n.file().substring(n.file().lastIndexOf('/') + 1);
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s%s%n", h.subtask(),
+                        file.isEmpty() || n.message().contains(file) ? ""
+                                : printable(n.file()) + " at byte " + n.offset() + ": ", printable(n.message())));
+            }
+            if (subtasks) {
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s%s, key groups %d..%d, %s (meta info %s,"
+                        + " overhead %s, unattributed %s)%n", h.subtask(), h.kind(), h.format() == null ? ""
+                        : " (" + h.format() + ")", h.firstKeyGroup(), h.firstKeyGroup() + h.keyGroups() - 1,
+                        bytes(h.totalBytes()), bytes(h.headerBytes()), bytes(h.overheadBytes()),
+                        bytes(h.unattributedBytes())));
+            }
+        }
+        if (hidden > 0) {
+            sb.append(String.format(Locale.ROOT, "  ... and %,d more notes (--subtasks or --json shows them all)%n", hidden));
+        }
+    }
+
+    /** Notes of an operator's keyed handles shown without --subtasks. */
+    private static final int KEYED_NOTES = 5;
+
+    /** Every snapshot class of a snapshot and its nested ones, by class name. */
+    private static void snapshotClasses(KeyedReport.SerializerSnapshot s, Map<String, KeyedReport.SerializerSnapshot> out) {
+        out.putIfAbsent(s.snapshotClass(), s);
+        for (KeyedReport.SerializerSnapshot n : s.nested()) snapshotClasses(n, out);
+    }
+
+    private static String formats(KeyedReport.State s) {
+        return s.formats().stream().map(KeyedReport.SnapshotFormat::toString).collect(Collectors.joining(", "));
+    }
+
+    /** {@code VALUE_SERIALIZER} as {@code value}, {@code USER_KEY_SERIALIZER} as {@code user key}. */
+    private static String role(String r) {
+        return r.endsWith("_SERIALIZER") ? r.substring(0, r.length() - "_SERIALIZER".length()).toLowerCase(Locale.ROOT)
+                .replace('_', ' ') : printable(r);
+    }
+
     /** A surgery's plan and, after {@code --apply}, what it wrote. */
     static String plan(SurgeryPlan p) {
         StringBuilder sb = new StringBuilder();
@@ -250,8 +390,10 @@ final class TextRenderer {
         sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", "operator", "state", "change",
                 "elements A", "elements B", "factor", "bytes A", "bytes B", "distinct A", "distinct B"));
         for (Growth.StateChange c : d.states()) {
+            String state = c.mode() != null && c.mode().startsWith("keyed ") ? printable(c.state()) + " (" + c.mode() + ")"
+                    : printable(c.state());
             sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", c.operatorId(),
-                    printable(c.state()), c.change(), count(c.elementsA()), count(c.elementsB()),
+                    state, c.change(), count(c.elementsA()), count(c.elementsB()),
                     c.elementsA() > 0 && c.elementsB() >= 0 ? String.format(Locale.ROOT, "x%.2f", c.factor()) : "-",
                     count(c.bytesA()), count(c.bytesB()), count(c.distinctA()), count(c.distinctB())));
         }
@@ -370,6 +512,8 @@ final class TextRenderer {
                 return "checkpoint-surgeon inspect " + p;
             case INSPECT_SUBTASKS:
                 return "checkpoint-surgeon inspect " + p + " --subtasks";
+            case INSPECT_KEYED:
+                return "checkpoint-surgeon inspect " + p + " --keyed";
             case MIGRATE_KAFKA_LEGACY:
                 // the connector version comes from the class path, else --connector-version is asked for
                 return "checkpoint-surgeon kafka migrate-legacy " + p + " --operator-id " + r.operatorId()

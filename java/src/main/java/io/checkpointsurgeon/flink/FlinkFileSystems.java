@@ -228,6 +228,11 @@ public final class FlinkFileSystems {
         return (InputStream) call(fs(path), FILE_SYSTEM, "open", new Class<?>[] {pathClass()}, flinkPath(path));
     }
 
+    /** Moves a stream {@link #open} returned to byte {@code pos} of its file. */
+    public static void seek(InputStream in, long pos) throws IOException {
+        call(in, FS_INPUT, "seek", new Class<?>[] {long.class}, pos);
+    }
+
     /** A new file; fails when it exists unless {@code overwrite}. */
     public static OutputStream create(String path, boolean overwrite) throws IOException {
         try {
