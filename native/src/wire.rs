@@ -29,7 +29,7 @@ use crate::report::inspect::{
     HandleReport, KafkaEnumReport, OperatorReport, Report, StateReport, SubtaskReport,
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
-use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Request, Selector};
+use crate::surgery::{Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
 pub mod samples;
@@ -446,6 +446,7 @@ impl Request {
                         e.u8(1);
                         e.bytes(id);
                     }
+                    NewIdentity::Keep => e.u8(2),
                 }
                 e.opt_str(name.as_deref());
             }
@@ -490,7 +491,8 @@ impl Request {
                     to: match d.u8()? {
                         0 => NewIdentity::Uid(d.str()?),
                         1 => NewIdentity::Id(operator_id(d)?),
-                        t => return d.tag_err("new identity tag 0 (uid) or 1 (id)", t),
+                        2 => NewIdentity::Keep,
+                        t => return d.tag_err("new identity tag 0 (uid), 1 (id) or 2 (kept)", t),
                     },
                     name: d.opt_str()?,
                 },
@@ -567,7 +569,7 @@ impl PlanSummary {
             source: cp.name(),
             metadata_only: plan.depth == Depth::MetadataOnly,
             metadata_bytes_before: cp.metadata_len() as i64,
-            metadata_bytes_after: new_metadata_size(plan) as i64,
+            metadata_bytes_after: plan.metadata_bytes as i64,
             changes: plan
                 .changes
                 .iter()

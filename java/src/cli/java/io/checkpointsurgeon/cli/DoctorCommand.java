@@ -50,7 +50,7 @@ final class DoctorCommand extends BaseCommand {
             if (ha) {
                 List<Path> files = CheckpointSurgeon.haFiles(path);
                 for (int i = 0; i < files.size(); i++) {
-                    err().printf("[%d/%d] %s%n", i + 1, files.size(), files.get(i));
+                    err().printf("[%d/%d] %s%n", i + 1, files.size(), TextRenderer.printable(files.get(i)));
                     results.add(Map.entry(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i))));
                 }
             } else {
