@@ -37,7 +37,7 @@ use crate::report::keyed::{
     SerializerReport, SnapshotReport,
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
-use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Request, Selector};
+use crate::surgery::{Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
 pub mod samples;
@@ -455,6 +455,7 @@ impl Request {
                         e.u8(1);
                         e.bytes(id);
                     }
+                    NewIdentity::Keep => e.u8(2),
                 }
                 e.opt_str(name.as_deref());
             }
@@ -499,7 +500,8 @@ impl Request {
                     to: match d.u8()? {
                         0 => NewIdentity::Uid(d.str()?),
                         1 => NewIdentity::Id(operator_id(d)?),
-                        t => return d.tag_err("new identity tag 0 (uid) or 1 (id)", t),
+                        2 => NewIdentity::Keep,
+                        t => return d.tag_err("new identity tag 0 (uid), 1 (id) or 2 (kept)", t),
                     },
                     name: d.opt_str()?,
                 },
@@ -576,7 +578,7 @@ impl PlanSummary {
             source: cp.name(),
             metadata_only: plan.depth == Depth::MetadataOnly,
             metadata_bytes_before: cp.metadata_len() as i64,
-            metadata_bytes_after: new_metadata_size(plan) as i64,
+            metadata_bytes_after: plan.metadata_bytes as i64,
             changes: plan
                 .changes
                 .iter()

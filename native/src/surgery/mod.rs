@@ -89,6 +89,8 @@ pub enum NewIdentity {
     Uid(String),
     /// An operator id as such (for a job that never set uids).
     Id([u8; 16]),
+    /// The same id and uid: only the name changes (V5+ metadata stores names).
+    Keep,
 }
 
 /// One operation of a request.
@@ -274,6 +276,8 @@ pub struct Plan {
     pub depth: Depth,
     /// Every absolute path relocation rewrote: (old, new).
     pub relocated: Vec<(String, String)>,
+    /// The size of the new `_metadata`.
+    pub metadata_bytes: u64,
 }
 
 /// Computes the surgery. Fails if an operation selects nothing, so that a typo never passes
@@ -357,12 +361,18 @@ pub fn plan(
             .collect();
         relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
     }
+    // Its size, and a string the request brought in (a uid, a name, a relocated path) longer
+    // than Flink's writeUTF takes refused here, not written short.
+    let mut sized = crate::codec::io::Writer::new(std::io::sink());
+    md.write(&mut sized)
+        .map_err(|e| Error::InvalidArgument(format!("the new _metadata cannot be written: {e}")))?;
     Ok(Plan {
         changes,
         metadata: md,
         new_streams,
         depth: req.depth,
         relocated,
+        metadata_bytes: sized.written(),
     })
 }
 
@@ -425,12 +435,4 @@ pub fn replace_stream(
         len,
     };
     Ok((handle, stream))
-}
-
-/// The size `_metadata` will have after the surgery, without writing it anywhere.
-pub fn new_metadata_size(plan: &Plan) -> u64 {
-    let mut w = crate::codec::io::Writer::new(std::io::sink());
-    // A sink never fails; a too-long string cannot come out of a parsed model.
-    let _ = plan.metadata.write(&mut w);
-    w.written()
 }

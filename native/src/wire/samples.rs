@@ -284,6 +284,11 @@ pub fn request(name: &str) -> Option<Request> {
                     to: s("relocateOutside.to"),
                     outside: true,
                 },
+                Operation::RenameOperator {
+                    operator: Selector::Name(s("renameName.name")),
+                    to: NewIdentity::Keep,
+                    name: Some(s("renameName.toName")),
+                },
             ],
             depth: Depth::MetadataOnly,
             reference_unchanged: Some(s("request.referencedSource")),

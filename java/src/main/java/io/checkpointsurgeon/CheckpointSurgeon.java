@@ -2,6 +2,7 @@ package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.HaCheckpoint;
+import io.checkpointsurgeon.internal.Leftovers;
 import io.checkpointsurgeon.internal.Native;
 import io.checkpointsurgeon.internal.Repairs;
 import java.io.IOException;
@@ -468,7 +469,8 @@ public final class CheckpointSurgeon {
      * {@code INSPECT_SUBTASKS} for every subtask's handles), or run a surgery on it
      * ({@code REMOVE_STATE} or {@code DEDUPE_UNION} of {@link #state()} in operator
      * {@link #operatorId()}; {@code MIGRATE_KAFKA_LEGACY} of operator {@link #operatorId()}, whose
-     * surgery needs the new job's connector version, so {@link #surgery()} is null for it).
+     * surgery needs the new job's connector version, so {@link #surgery()} is null for it), or
+     * delete what a killed repair left in the directory ({@code CLEAN_LEFTOVERS}, {@link #removeLeftovers}).
      * {@link #surgery()} gives the surgery to pass to {@link #apply}; an application shows the
      * remedy its own way (the CLI as a command line). A remedy for an HA completedCheckpoint file
      * ({@link #haRepair()}) is an HA repair of the same surgery ({@link #repairHa}: the HA files and
@@ -486,7 +488,9 @@ public final class CheckpointSurgeon {
             /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
             MIGRATE_KAFKA_LEGACY,
             /** Examine HA completedCheckpoint files ({@link #haFileInfo}, {@link #inspectHa}). */
-            LIST_HA;
+            LIST_HA,
+            /** Delete the files a killed repair left ({@link CheckpointSurgeon#removeLeftovers}). */
+            CLEAN_LEFTOVERS;
 
             @Override
             public String toString() {
@@ -654,6 +658,29 @@ public final class CheckpointSurgeon {
      */
     public static List<Finding> doctor(Path checkpoint) throws CheckpointSurgeonException {
         return Doctor.examine(inspect(checkpoint), checkpoint);
+    }
+
+    /**
+     * What a repair killed with SIGKILL left in a local checkpoint directory (or the directory of a
+     * {@code _metadata} file): its staged {@code _metadata.tmp-*} and the state files only such a
+     * staged file references, named the way this tool names new files (never Flink's names). Reads
+     * only. A run stopped by SIGTERM, SIGHUP or SIGINT removes its own files and leaves none.
+     */
+    public static List<Path> leftovers(Path checkpoint) throws CheckpointSurgeonException {
+        return Leftovers.find(directoryOf(checkpoint));
+    }
+
+    /**
+     * Deletes {@link #leftovers} under the directory's commit lock (fails with {@code LOCKED} while a
+     * repair runs there), each deletion reported to the progress listener; returns what it deleted.
+     */
+    public static List<Path> removeLeftovers(Path checkpoint) throws CheckpointSurgeonException {
+        return Leftovers.remove(directoryOf(checkpoint));
+    }
+
+    private static Path directoryOf(Path checkpoint) {
+        Path p = Objects.requireNonNull(checkpoint, "checkpoint").toAbsolutePath().normalize();
+        return Files.isDirectory(p) ? p : p.getParent();
     }
 
     /**

@@ -3,6 +3,7 @@ package io.checkpointsurgeon;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
 import io.checkpointsurgeon.flink.StateFile;
+import io.checkpointsurgeon.internal.Leftovers;
 import io.checkpointsurgeon.internal.Native;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -33,6 +34,7 @@ final class Doctor {
         List<CheckpointSurgeon.Finding> out = examine(r, path.toString());
         Path metadata = Files.isDirectory(path) ? path.resolve("_metadata") : path;
         files(out, metadata);
+        leftovers(out, metadata.toAbsolutePath().getParent());
         if (FlinkJudge.flinkAvailable()) {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
@@ -77,6 +79,24 @@ final class Doctor {
                     "%d state file(s) lie outside the job directory %s (copied or moved checkpoint?): %s",
                     outside.size(), jobDir, sample(outside)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
+    }
+
+    /** A finding for what a killed repair of this tool left in the checkpoint's directory. */
+    private static void leftovers(List<CheckpointSurgeon.Finding> out, Path dir) {
+        List<Path> found;
+        try {
+            found = Leftovers.find(dir);
+        } catch (CheckpointSurgeonException e) {
+            return; // a backup that cannot be read: nothing is claimed (clean-leftovers says why)
+        }
+        if (found.isEmpty()) return;
+        List<String> names = new ArrayList<>();
+        for (Path p : found) names.add(p.getFileName().toString());
+        out.add(new CheckpointSurgeon.Finding(WARNING, "LEFTOVER_FILES", String.format(Locale.ROOT,
+                "%d file(s) in %s were left by a checkpoint-surgeon repair that was killed before its switch (or"
+                        + " belong to one running there now): %s; no _metadata of the directory references them,"
+                        + " so they are safe to delete", found.size(), dir, sample(names)),
+                new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.CLEAN_LEFTOVERS, null, null), List.of()));
     }
 
     private static CheckpointSurgeon.Remedy remedy(CheckpointSurgeon.Remedy.Action action, String operatorId, String state) {

@@ -185,6 +185,20 @@ public class S3CheckpointTest {
         assertNull(plan.result());
         assertEquals(grownCount, plan.elementsRemoved());
         String repaired = "s3://" + BUCKET + "/repaired/" + last(grown);
+        // An output inside the checkpoint (Flink deletes it with chk-N) or around it is refused
+        // before anything is written, comparing normalized URIs.
+        String job = grown.substring(0, grown.lastIndexOf('/'));
+        for (String nested : List.of(grown + "/repaired", grown + "//x/../deep/er/", job)) {
+            try {
+                CheckpointSurgeon.apply(grown, purge, nested);
+                throw new AssertionError("an output at " + nested + " was accepted");
+            } catch (io.checkpointsurgeon.CheckpointSurgeonException e) {
+                assertEquals(nested, io.checkpointsurgeon.CheckpointSurgeonException.Code.INVALID_ARGUMENT, e.code());
+                assertTrue(e.getMessage(), e.getMessage().contains(nested.equals(job) ? "holds the checkpoint's directory"
+                        : "lies inside the checkpoint's directory " + grown));
+            }
+        }
+        assertFalse("nothing written inside the checkpoint", exists(grown + "/repaired/.checkpoint-surgeon.lock"));
         SurgeryPlan done = CheckpointSurgeon.apply(grown, purge, repaired);
         assertEquals(grownCount, done.elementsRemoved());
         assertEquals(repaired + "/_metadata", done.result().metadataPath());

@@ -337,8 +337,9 @@ final class HtmlReport {
     }
 
     /**
-     * Text for HTML: {@code <>&"'} as character references, control characters (a tab or newline
-     * in a state name) as Java escapes, so that every name shows on one line as it is.
+     * Text for HTML and SVG: {@code <>&"'} as character references, control and bidirectional
+     * formatting characters as {@link Terminal} shows them, so that every name shows on one line
+     * as it is (and the SVG stays well-formed XML, which allows no C0 control at all).
      */
     static String esc(String s) {
         if (s == null) return "";
@@ -351,11 +352,8 @@ final class HtmlReport {
                 case '&': b.append("&amp;"); break;
                 case '"': b.append("&quot;"); break;
                 case '\'': b.append("&#39;"); break;
-                case '\t': b.append("\\t"); break;
-                case '\n': b.append("\\n"); break;
-                case '\r': b.append("\\r"); break;
                 default:
-                    if (Character.isISOControl(c)) b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    if (Terminal.escaped(c)) b.append(Terminal.escape(c));
                     else b.append(c);
             }
         }

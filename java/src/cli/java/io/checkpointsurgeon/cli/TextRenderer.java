@@ -15,8 +15,8 @@ import java.util.stream.Collectors;
 
 /**
  * Every text the CLI prints for people: the inspection table, plans, findings with their remedies
- * as command lines, diff and history tables, HA listings. Names taken from a checkpoint go through
- * {@link #printable}.
+ * as command lines, diff and history tables, HA listings. Every string taken from a checkpoint, a
+ * path or an argument goes through {@link #printable} ({@link Terminal#safe}).
  */
 final class TextRenderer {
     private static final String NL = System.lineSeparator();
@@ -27,9 +27,9 @@ final class TextRenderer {
     static String inspect(InspectReport r, boolean subtasks) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "checkpoint %d: %s%n  _metadata version %d, %s%n",
-                r.checkpointId(), r.source(), r.metadataVersion(), bytes(r.metadataBytes())));
+                r.checkpointId(), printable(r.source()), r.metadataVersion(), bytes(r.metadataBytes())));
         for (InspectReport.MasterStateInfo m : r.masterStates()) {
-            sb.append(String.format(Locale.ROOT, "  master state %s (version %d): %s%n", m.name(), m.version(), bytes(m.bytes())));
+            sb.append(String.format(Locale.ROOT, "  master state %s (version %d): %s%n", printable(m.name()), m.version(), bytes(m.bytes())));
         }
         for (InspectReport.OperatorInfo op : r.operators()) {
             operator(sb, op, subtasks);
@@ -41,8 +41,8 @@ final class TextRenderer {
 
     private static void operator(StringBuilder sb, InspectReport.OperatorInfo op, boolean subtasks) {
         sb.append(String.format(Locale.ROOT, "%noperator %s", op.id()));
-        if (!op.uid().isEmpty()) sb.append("  uid=").append(op.uid());
-        if (!op.name().isEmpty()) sb.append("  name=").append(op.name());
+        if (!op.uid().isEmpty()) sb.append("  uid=").append(printable(op.uid()));
+        if (!op.name().isEmpty()) sb.append("  name=").append(printable(op.name()));
         sb.append(String.format(Locale.ROOT, "%n  parallelism %d, max parallelism %d", op.parallelism(), op.maxParallelism()));
         if (op.coordinatorStateBytes() >= 0) sb.append(", coordinator state ").append(bytes(op.coordinatorStateBytes()));
         if (op.fullyFinished()) sb.append(", fully finished");
@@ -78,7 +78,7 @@ final class TextRenderer {
         for (InspectReport.SubtaskInfo s : op.subtasks()) {
             for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                 if (!h.streamError().isEmpty()) {
-                    sb.append(String.format(Locale.ROOT, "  subtask %d: stream not read: %s%n", s.index(), h.streamError()));
+                    sb.append(String.format(Locale.ROOT, "  subtask %d: stream not read: %s%n", s.index(), printable(h.streamError())));
                 }
             }
             if (subtasks) subtask(sb, s);
@@ -117,14 +117,14 @@ final class TextRenderer {
         }
         op.kafkaOffsets().forEach((state, offsets) -> {
             if (state.equals("SourceReaderState")) return;
-            sb.append(String.format(Locale.ROOT, "  Kafka offsets in %s:%n", state));
+            sb.append(String.format(Locale.ROOT, "  Kafka offsets in %s:%n", printable(state)));
             int shown = 0;
             for (InspectReport.KafkaOffset k : offsets) {
                 if (shown++ == 20) {
                     sb.append(String.format(Locale.ROOT, "    ... %d more (see --json)%n", offsets.size() - 20));
                     break;
                 }
-                sb.append(String.format(Locale.ROOT, "    %s-%d @ %d%s%n", k.topic(), k.partition(), k.offset(),
+                sb.append(String.format(Locale.ROOT, "    %s-%d @ %d%s%n", printable(k.topic()), k.partition(), k.offset(),
                         k.count() > 1 ? String.format(Locale.ROOT, "  (x%,d)", k.count()) : ""));
             }
         });
@@ -134,11 +134,11 @@ final class TextRenderer {
         sb.append(String.format(Locale.ROOT, "  subtask %d%n", s.index()));
         for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
             sb.append(String.format(Locale.ROOT, "    %s -> %s %s (%s)%s%n", h.kind(), h.delegateKind(),
-                    h.inline() ? "inline" : h.location(), bytes(h.delegateSize()),
+                    h.inline() ? "inline" : printable(h.location()), bytes(h.delegateSize()),
                     h.proxyVersion() > 0 ? ", header proxy v" + h.proxyVersion() + (h.compressed() ? ", snappy" : "") : ""));
             for (InspectReport.StateInfo st : h.states()) {
                 sb.append(String.format(Locale.ROOT, "      %-38s %-16s %,10d elements %12s  %s%n", printable(st.name()), st.mode(),
-                        st.elements(), st.bytes() < 0 ? "?" : bytes(st.bytes()), st.serializer()));
+                        st.elements(), st.bytes() < 0 ? "?" : bytes(st.bytes()), printable(st.serializer())));
             }
         }
         if (s.managedKeyedState() != null) {
@@ -292,7 +292,7 @@ final class TextRenderer {
     /** A surgery's plan and, after {@code --apply}, what it wrote. */
     static String plan(SurgeryPlan p) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "plan for %s (%s)%n", p.source(), p.depth()));
+        sb.append(String.format(Locale.ROOT, "plan for %s (%s)%n", printable(p.source()), p.depth()));
         sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %12s %12s %12s%n", "operator", "subtask", "state", "action",
                 "elements", "after", "bytes cut"));
         for (SurgeryPlan.Change c : p.changes()) {
@@ -311,8 +311,8 @@ final class TextRenderer {
             sb.append(String.format(Locale.ROOT, "  ... and %,d more paths (--json lists them all)%n", moved.size() - 20));
         }
         for (SurgeryPlan.NewStream s : p.newStreams()) {
-            sb.append(String.format(Locale.ROOT, "  %s %s -> %s (%s)%n", s.replaces().startsWith("(") ? "write" : "rewrite", s.replaces(),
-                    s.fileName().isEmpty() ? "inline in _metadata" : "new file " + s.fileName(), bytes(s.bytes())));
+            sb.append(String.format(Locale.ROOT, "  %s %s -> %s (%s)%n", s.replaces().startsWith("(") ? "write" : "rewrite", printable(s.replaces()),
+                    s.fileName().isEmpty() ? "inline in _metadata" : "new file " + printable(s.fileName()), bytes(s.bytes())));
         }
         sb.append(String.format(Locale.ROOT, "  %,d elements and %s of state removed; _metadata %s -> %s%n",
                 p.elementsRemoved(), bytes(p.bytesRemoved()), bytes(p.metadataBytesBefore()), bytes(p.metadataBytesAfter())));
@@ -320,12 +320,12 @@ final class TextRenderer {
         if (r == null) {
             sb.append("  nothing written: add --apply with --output DIR (or --in-place) to write it\n");
         } else {
-            sb.append(String.format(Locale.ROOT, "wrote %s (%s)%n", r.metadataPath(), bytes(r.metadataBytes())));
-            for (String w : r.written()) sb.append("  new state file ").append(w).append(NL);
+            sb.append(String.format(Locale.ROOT, "wrote %s (%s)%n", printable(r.metadataPath()), bytes(r.metadataBytes())));
+            for (String w : r.written()) sb.append("  new state file ").append(printable(w)).append(NL);
             if (!r.linked().isEmpty()) sb.append(String.format(Locale.ROOT, "  %d unchanged state files hard-linked%n", r.linked().size()));
             if (!r.copied().isEmpty()) sb.append(String.format(Locale.ROOT, "  %d unchanged state files copied%n", r.copied().size()));
-            if (r.backup() != null) sb.append("  backup of the old _metadata: ").append(r.backup()).append(NL);
-            sb.append("  validation: ").append(r.flinkValidation()).append(NL);
+            if (r.backup() != null) sb.append("  backup of the old _metadata: ").append(printable(r.backup())).append(NL);
+            sb.append("  validation: ").append(printable(r.flinkValidation())).append(NL);
         }
         return sb.toString();
     }
@@ -351,20 +351,33 @@ final class TextRenderer {
     static String doctor(String path, List<CheckpointSurgeon.Finding> findings,
             java.util.function.Function<CheckpointSurgeon.Remedy, String> command, java.util.Set<String> shown) {
         StringBuilder sb = new StringBuilder();
-        sb.append(path).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
+        sb.append(printable(path)).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
                 .append(NL);
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n", f.severity(), f.code(), f.message()));
+            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n", f.severity(), printable(f.code()), printable(f.message())));
             String fix = command.apply(f.fix());
             if (!shown.add(fix)) {
                 sb.append("    same fix as above (one ha repair covers every file it selects)").append(NL);
                 continue;
             }
-            sb.append("    fix: ").append(fix).append(NL);
+            sb.append("    fix: ").append(printable(fix)).append(NL);
             for (CheckpointSurgeon.Remedy r : f.alternatives()) {
-                sb.append("    or:  ").append(command.apply(r)).append(NL);
+                sb.append("    or:  ").append(printable(command.apply(r))).append(NL);
             }
         }
+        return sb.toString();
+    }
+
+    /** {@code clean-leftovers}: the files a killed repair left in {@code path}, deleted or to delete. */
+    static String leftovers(String path, List<Path> files, boolean deleted) {
+        StringBuilder sb = new StringBuilder();
+        if (files.isEmpty()) {
+            return sb.append(printable(path)).append(": no leftovers of checkpoint-surgeon").append(NL).toString();
+        }
+        sb.append(String.format(Locale.ROOT, "%s: %d file(s) left by a checkpoint-surgeon repair that was killed%n",
+                printable(path), files.size()));
+        for (Path f : files) sb.append(deleted ? "  deleted " : "  ").append(printable(f.getFileName())).append(NL);
+        if (!deleted) sb.append("  nothing deleted: add --apply to delete them").append(NL);
         return sb.toString();
     }
 
@@ -372,9 +385,11 @@ final class TextRenderer {
     static String findings(List<CheckpointSurgeon.Finding> findings, String path) {
         StringBuilder sb = new StringBuilder();
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), f.code(), f.message(),
-                    command(f.fix(), path)));
-            for (CheckpointSurgeon.Remedy r : f.alternatives()) sb.append("  or:  ").append(command(r, path)).append(NL);
+            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), printable(f.code()),
+                    printable(f.message()), printable(command(f.fix(), path))));
+            for (CheckpointSurgeon.Remedy r : f.alternatives()) {
+                sb.append("  or:  ").append(printable(command(r, path))).append(NL);
+            }
         }
         return sb.toString();
     }
@@ -386,7 +401,8 @@ final class TextRenderer {
     static String diff(Growth.Diff d, String bDir) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "A: checkpoint %d, _metadata %s  %s%nB: checkpoint %d, _metadata %s  %s%n",
-                d.checkpointA(), bytes(d.metadataBytesA()), d.a(), d.checkpointB(), bytes(d.metadataBytesB()), d.b()));
+                d.checkpointA(), bytes(d.metadataBytesA()), printable(d.a()), d.checkpointB(), bytes(d.metadataBytesB()),
+                printable(d.b())));
         sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", "operator", "state", "change",
                 "elements A", "elements B", "factor", "bytes A", "bytes B", "distinct A", "distinct B"));
         for (Growth.StateChange c : d.states()) {
@@ -437,26 +453,28 @@ final class TextRenderer {
     static String kubernetesListing(KubernetesHa ha, KubernetesHa.Reconciliation r) {
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT,
                 "HA ConfigMaps of cluster '%s' in namespace '%s' (Kubernetes API server %s):%n",
-                ha.clusterId, ha.namespace, ha.masterUrl));
+                printable(ha.clusterId), printable(ha.namespace), printable(ha.masterUrl)));
         for (KubernetesHa.Pointer p : r.pointers) {
-            sb.append("  ").append(p.configMap).append(' ').append(p.key).append(" -> ")
-                    .append(p.target == null ? "?" : p.target).append(pointerStatus(p)).append(NL);
+            sb.append("  ").append(printable(p.configMap)).append(' ').append(printable(p.key)).append(" -> ")
+                    .append(p.target == null ? "?" : printable(p.target)).append(pointerStatus(p)).append(NL);
         }
         if (r.pointers.isEmpty()) sb.append("  no checkpointID-<n> pointers").append(NL);
         sb.append("pointers without a file: ").append(r.pointersWithoutFile.size()).append(NL);
         for (KubernetesHa.Pointer p : r.pointersWithoutFile) {
-            sb.append("  ").append(p.configMap).append(' ').append(p.key).append(" (checkpoint ").append(p.checkpointId)
+            sb.append("  ").append(printable(p.configMap)).append(' ').append(printable(p.key)).append(" (checkpoint ")
+                    .append(p.checkpointId)
                     .append(')').append(NL);
         }
         sb.append("files without a pointer: ").append(r.filesWithoutPointer.size()).append(NL);
-        for (Path f : r.filesWithoutPointer) sb.append("  ").append(f).append(NL);
+        for (Path f : r.filesWithoutPointer) sb.append("  ").append(printable(f)).append(NL);
         return sb.toString();
     }
 
     /** One HA file of {@code ha list}: its job, checkpoint, size and union states. */
     static String haFile(CheckpointSurgeon.HaFileInfo file, List<String> unionStates) {
-        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%s%n  job %s, checkpoint %d, %s, %s%n", file.file(),
-                file.jobId(), file.checkpointId(), bytes(file.fileBytes()), file.checkpointPath()));
+        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%s%n  job %s, checkpoint %d, %s, %s%n",
+                printable(file.file()), printable(file.jobId()), file.checkpointId(), bytes(file.fileBytes()),
+                printable(file.checkpointPath())));
         for (String u : unionStates) sb.append("  union state ").append(u).append(NL);
         return sb.toString();
     }
@@ -466,11 +484,12 @@ final class TextRenderer {
         StringBuilder sb = new StringBuilder();
         for (KubernetesHa.Pointer p : selection.passedOver) {
             String status = pointerStatus(p);
-            sb.append("warning: ").append(p.configMap).append(' ').append(p.key).append(" -> ").append(p.target)
-                    .append(status.isEmpty() ? " is not under " + dir : status).append("; not repaired").append(NL);
+            sb.append("warning: ").append(printable(p.configMap)).append(' ').append(printable(p.key)).append(" -> ")
+                    .append(printable(p.target)).append(status.isEmpty() ? " is not under " + printable(dir) : status)
+                    .append("; not repaired").append(NL);
         }
         for (Path f : selection.unpointed) {
-            sb.append("note: ").append(f).append(" has no pointer in the ConfigMaps (Flink does not recover from it);"
+            sb.append("note: ").append(printable(f)).append(" has no pointer in the ConfigMaps (Flink does not recover from it);"
                     + " not repaired").append(NL);
         }
         return sb.toString();
@@ -481,7 +500,7 @@ final class TextRenderer {
         StringBuilder sb = new StringBuilder();
         for (CheckpointSurgeon.HaRepair r : results) {
             if (r.plan() == null) {
-                sb.append(r.file()).append(": skipped, the surgery selects nothing in it (already repaired?)").append(NL);
+                sb.append(printable(r.file())).append(": skipped, the surgery selects nothing in it (already repaired?)").append(NL);
             } else {
                 sb.append(plan(r.plan()));
             }
@@ -489,8 +508,8 @@ final class TextRenderer {
         if (applied) {
             sb.append("summary:").append(NL);
             for (CheckpointSurgeon.HaRepair r : results) {
-                sb.append("  ").append(r.file()).append(": ").append(r.plan() == null ? "skipped (nothing to change)"
-                        : "repaired, backup " + r.plan().result().backup()).append(NL);
+                sb.append("  ").append(printable(r.file())).append(": ").append(r.plan() == null ? "skipped (nothing to change)"
+                        : "repaired, backup " + printable(r.plan().result().backup())).append(NL);
             }
         }
         return sb.toString();
@@ -499,7 +518,7 @@ final class TextRenderer {
     /** The status of a pointer: empty when its local file exists and Flink recovers from it. */
     static String pointerStatus(KubernetesHa.Pointer p) {
         String deleted = p.markedForDeletion ? " (marked for deletion)" : "";
-        if (p.problem != null) return ": unreadable, " + p.problem + deleted;
+        if (p.problem != null) return ": unreadable, " + printable(p.problem) + deleted;
         if (p.file == null) return ": not a local file" + deleted;
         return (Files.isRegularFile(p.file) ? "" : ": NO SUCH FILE") + deleted;
     }
@@ -518,6 +537,8 @@ final class TextRenderer {
                 // the connector version comes from the class path, else --connector-version is asked for
                 return "checkpoint-surgeon kafka migrate-legacy " + p + " --operator-id " + r.operatorId()
                         + " --apply --output " + quote(path + "-migrated");
+            case CLEAN_LEFTOVERS:
+                return "checkpoint-surgeon clean-leftovers " + p + " --apply";
             case REMOVE_STATE:
                 return surgery("remove-state", r, path, "-repaired");
             case DEDUPE_UNION:
@@ -558,21 +579,31 @@ final class TextRenderer {
         return InspectReport.formatBytes(n);
     }
 
-    /** A name on one line: control characters (a tab or newline in a state name) as Java escapes. */
-    static String printable(String s) {
-        StringBuilder b = new StringBuilder(s.length());
-        for (char c : s.toCharArray()) {
-            if (c == '\t') b.append("\\t");
-            else if (c == '\n') b.append("\\n");
-            else if (c == '\r') b.append("\\r");
-            else if (Character.isISOControl(c)) b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.toString();
+    /**
+     * A string from a checkpoint, a path or an argument, on one line: control and bidirectional
+     * formatting characters as escapes, a very long one shortened ({@link Terminal#safe}).
+     */
+    static String printable(Object s) {
+        return Terminal.safe(s);
     }
 
-    /** A word for a POSIX shell, quoted when it needs to be. */
+    /**
+     * A word for a shell, quoted when it needs to be: {@code '...'}, or {@code $'...'} (bash, zsh,
+     * ksh) with escapes when it holds a character {@link Terminal} escapes, so that the command
+     * stays runnable as printed and still carries no control character to the terminal.
+     */
     static String quote(String s) {
-        return s.matches("[A-Za-z0-9_./:@%+=,-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
+        if (s.matches("[A-Za-z0-9_./:@%+=,-]+")) return s;
+        if (s.chars().noneMatch(c -> Terminal.escaped((char) c))) return "'" + s.replace("'", "'\\''") + "'";
+        StringBuilder b = new StringBuilder("$'");
+        for (char c : s.toCharArray()) {
+            if (c == '\\' || c == '\'') b.append('\\').append(c);
+            else if (c == '\t') b.append("\\t");
+            else if (c == '\n') b.append("\\n");
+            else if (c == '\r') b.append("\\r");
+            else if (!Terminal.escaped(c)) b.append(c);
+            else b.append(String.format(Locale.ROOT, c < 0x80 ? "\\x%02x" : "\\u%04x", (int) c));
+        }
+        return b.append('\'').toString();
     }
 }

@@ -106,7 +106,10 @@ public final class Watch implements AutoCloseable {
         this.log = log;
     }
 
-    /** Serves the metrics at {@code http://host:port/metrics} (port 0: any free port); returns the port. */
+    /**
+     * Serves the metrics at {@code http://host:port/metrics} (port 0: any free port); returns the
+     * port. {@code host} is the address to bind: the CLI's default is the loopback address.
+     */
     public synchronized int serveMetrics(String host, int port) throws IOException {
         server = new ServerSocket();
         server.bind(new InetSocketAddress(InetAddress.getByName(host), port));
@@ -183,8 +186,9 @@ public final class Watch implements AutoCloseable {
             job.failed = null;
         }
         TreeSet<String> now = codes(findings);
-        log.printf(Locale.ROOT, "job %s (%s) checkpoint %d %s: _metadata %s, %s%n", job.id, job.name, l.checkpointId,
-                l.path, InspectReport.formatBytes(report.metadataBytes()),
+        // one line per checkpoint, whatever its job's name or directory holds
+        log.printf(Locale.ROOT, "job %s (%s) checkpoint %d %s: _metadata %s, %s%n", Terminal.safe(job.id),
+                Terminal.safe(job.name), l.checkpointId, Terminal.safe(l.path), InspectReport.formatBytes(report.metadataBytes()),
                 findings.isEmpty() ? "no findings" : findings.size() + " finding(s) " + now);
         log.flush();
         now.removeAll(before);
@@ -233,7 +237,7 @@ public final class Watch implements AutoCloseable {
         synchronized (this) {
             errors++;
         }
-        log.println("watch: " + message);
+        log.println("watch: " + Terminal.safe(message));
         log.flush();
     }
 
@@ -353,7 +357,10 @@ public final class Watch implements AutoCloseable {
         }
     }
 
-    /** One request per connection: {@code GET /metrics}, anything else 404. */
+    /**
+     * One request per connection: {@code GET} (or {@code HEAD}: the same headers, no body) of
+     * {@code /metrics}; another path is 404, another method 405 with {@code Allow: GET, HEAD}.
+     */
     private void answer(Socket socket) {
         try (Socket s = socket) {
             s.setSoTimeout(10_000);
@@ -363,15 +370,17 @@ public final class Watch implements AutoCloseable {
                 // the headers are not needed
             }
             String[] parts = request == null ? new String[0] : request.split(" ");
-            boolean metrics = parts.length >= 2 && parts[0].equals("GET")
-                    && (parts[1].equals("/metrics") || parts[1].startsWith("/metrics?"));
-            byte[] body = (metrics ? metrics() : "checkpoint-surgeon watch: the metrics are at /metrics\n")
-                    .getBytes(StandardCharsets.UTF_8);
+            String method = parts.length >= 1 ? parts[0] : "";
+            boolean known = method.equals("GET") || method.equals("HEAD");
+            boolean metrics = known && parts.length >= 2 && (parts[1].equals("/metrics") || parts[1].startsWith("/metrics?"));
+            String status = metrics ? "200 OK" : known ? "404 Not Found" : "405 Method Not Allowed";
+            byte[] body = (metrics ? metrics() : known ? "checkpoint-surgeon watch: the metrics are at /metrics\n"
+                    : "checkpoint-surgeon watch: GET or HEAD /metrics\n").getBytes(StandardCharsets.UTF_8);
             OutputStream out = s.getOutputStream();
-            out.write(((metrics ? "HTTP/1.1 200 OK" : "HTTP/1.1 404 Not Found")
+            out.write(("HTTP/1.1 " + status + (known ? "" : "\r\nAllow: GET, HEAD")
                     + "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: " + body.length
                     + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
-            out.write(body);
+            if (!method.equals("HEAD")) out.write(body);
             out.flush();
         } catch (IOException e) {
             // a client that went away or timed out

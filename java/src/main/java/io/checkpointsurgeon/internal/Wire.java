@@ -111,9 +111,11 @@ final class Wire {
                 if (newUid != null) {
                     o.u8(0);
                     o.str(newUid);
-                } else {
+                } else if (newOperatorId != null) {
                     o.u8(1);
                     o.blob(hexBytes(newOperatorId));
+                } else {
+                    o.u8(2); // the same id and uid, a new name
                 }
                 o.optStr(newName);
             }

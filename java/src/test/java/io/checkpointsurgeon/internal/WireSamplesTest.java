@@ -199,6 +199,7 @@ public class WireSamplesTest {
                 .andRenameOperator(Surgery.OperatorSelector.all(), null, "fefefefefefefefefefefefefefefefe", null)
                 .andRelocate("relocate.from", "relocate.to")
                 .andRelocate("relocateOutside.from", "relocateOutside.to")
+                .andRenameOperator(Surgery.OperatorSelector.name("renameName.name"), null, null, "renameName.toName")
                 .metadataOnly();
         assertAgrees("request", Wire.request(Request.of(s).referencing("request.referencedSource").withOutsideRelocated(1)));
         Surgery.OperatorSelector uid = Surgery.OperatorSelector.uid("kafka.uid");
