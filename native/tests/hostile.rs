@@ -31,8 +31,9 @@ fn an_all_zero_body_is_refused_quickly_with_its_offset() {
     v.resize(v.len() + (100 << 20), 0);
     let start = Instant::now();
     let e = metadata::parse(Bytes::from(v)).unwrap_err().to_string();
+    // a guard against a hang, not a speed figure (qemu-aarch64 on a loaded machine is ~20x slower)
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_secs(60),
         "{:?}",
         start.elapsed()
     );
@@ -93,8 +94,10 @@ fn a_model_far_larger_than_the_input_is_refused() {
     v.resize(v.len() + n * 22, 0);
     let start = Instant::now();
     let e = metadata::parse(Bytes::from(v)).unwrap_err().to_string();
+    // a guard against a hang or a quadratic walk, not a speed figure: ~0.3 s natively, 5.5 s seen
+    // under qemu-aarch64 on a loaded machine
     assert!(
-        start.elapsed() < Duration::from_secs(5),
+        start.elapsed() < Duration::from_secs(60),
         "{:?}",
         start.elapsed()
     );
