@@ -172,7 +172,8 @@ public class SerialFilterTest {
                         r.maxRssKb / 1024);
                 assertEquals(what + r.out, 2, r.code);
                 assertTrue(what + r.out, r.out.contains(f.toString()) && r.out.contains((String) c[2]));
-                assertTrue(what + r.millis + " ms", r.millis < 5000);
+                // bounded, not fast: the 60 s wait above catches a hang; a JVM with Flink at load 18 took 6.5 s
+                assertTrue(what + r.millis + " ms", r.millis < 30_000);
                 assertTrue(what + r.maxRssKb + " KB", r.maxRssKb < 300 * 1024);
                 assertFalse(what + "the marker class's readObject ran", Files.exists(MARKER));
             }
