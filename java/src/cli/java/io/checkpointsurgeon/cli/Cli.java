@@ -179,7 +179,8 @@ public final class Cli {
      * with the same output and exit codes.
      */
     private static int plain(String name, String path) {
-        PrintWriter out = new PrintWriter(System.out), err = new PrintWriter(System.err, true);
+        // the same terminal guard as picocli's streams below (see Terminal)
+        PrintWriter out = Terminal.writer(System.out), err = Terminal.writer(System.err);
         CheckpointSurgeon.setProgressListener(new Progress(err));
         try {
             BaseCommand command;
@@ -196,7 +197,7 @@ public final class Cli {
             command.plainErr = err;
             return command.call();
         } catch (CheckpointSurgeonException e) {
-            err.println("error [" + e.code() + "]: " + e.getMessage());
+            err.println("error [" + e.code() + "]: " + Terminal.safe(e.getMessage()));
             return INVALID;
         } catch (Exception e) {
             return unknownOutcome(e, err);

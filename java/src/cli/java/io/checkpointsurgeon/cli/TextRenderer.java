@@ -242,7 +242,7 @@ final class TextRenderer {
         int shown = 0, hidden = 0;
         for (KeyedReport.Handle h : op.handles()) {
             if (h.error() != null) {
-                sb.append(String.format(Locale.ROOT, "  subtask %d: %s not read (%s): %s%n", h.subtask(), h.kind(),
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s not read (%s): %s%n", h.subtask(), printable(h.kind()),
                         bytes(h.totalBytes()), printable(h.error())));
             }
             for (KeyedReport.Note n : h.notes()) {
@@ -259,7 +259,7 @@ final class TextRenderer {
             }
             if (subtasks) {
                 sb.append(String.format(Locale.ROOT, "  subtask %d: %s%s, key groups %d..%d, %s (meta info %s,"
-                        + " overhead %s, unattributed %s)%n", h.subtask(), h.kind(), h.format() == null ? ""
+                        + " overhead %s, unattributed %s)%n", h.subtask(), printable(h.kind()), h.format() == null ? ""
                         : " (" + h.format() + ")", h.firstKeyGroup(), h.firstKeyGroup() + h.keyGroups() - 1,
                         bytes(h.totalBytes()), bytes(h.headerBytes()), bytes(h.overheadBytes()),
                         bytes(h.unattributedBytes())));
@@ -406,7 +406,7 @@ final class TextRenderer {
         sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", "operator", "state", "change",
                 "elements A", "elements B", "factor", "bytes A", "bytes B", "distinct A", "distinct B"));
         for (Growth.StateChange c : d.states()) {
-            String state = c.mode() != null && c.mode().startsWith("keyed ") ? printable(c.state()) + " (" + c.mode() + ")"
+            String state = c.mode() != null && c.mode().startsWith("keyed ") ? printable(c.state()) + " (" + printable(c.mode()) + ")"
                     : printable(c.state());
             sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", c.operatorId(),
                     state, c.change(), count(c.elementsA()), count(c.elementsB()),
@@ -433,7 +433,7 @@ final class TextRenderer {
         for (Growth.Checkpoint c : h.checkpoints()) sb.append(String.format(Locale.ROOT, "%12s", count(c.metadataBytes())));
         sb.append(NL);
         for (Growth.Series s : h.series()) {
-            sb.append(String.format(Locale.ROOT, "%s %s (%s)%n", s.operatorId(), printable(s.state()), s.mode()));
+            sb.append(String.format(Locale.ROOT, "%s %s (%s)%n", s.operatorId(), printable(s.state()), printable(s.mode())));
             sb.append("  elements ");
             for (long e : s.elements()) sb.append(String.format(Locale.ROOT, "%12s", count(e)));
             sb.append(NL).append("  parallel ");
