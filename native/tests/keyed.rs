@@ -687,6 +687,19 @@ fn first_keyed_stream(version: &str, name: &str) -> (PathBuf, String, Vec<u8>) {
     panic!("no keyed stream in {name}")
 }
 
+/// The handle of the report that has a note on `file`.
+fn noting<'a>(
+    report: &'a checkpoint_surgeon::report::keyed::KeyedReport,
+    file: &str,
+) -> &'a checkpoint_surgeon::report::keyed::HandleReport {
+    report
+        .operators
+        .iter()
+        .flat_map(|o| &o.handles)
+        .find(|h| h.notes.iter().any(|n| n.file == file))
+        .unwrap()
+}
+
 fn keyed_errors(dir: &Path) -> Vec<String> {
     let cp = Checkpoint::open(dir).unwrap();
     read_keyed(&cp, 2)
@@ -876,17 +889,6 @@ fn a_truncated_sst_footer_is_a_note_with_the_file_and_the_rest_is_counted() {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let b = (v & 0x7F) as u8;
-        v >>= 7;
-        out.push(if v == 0 { b } else { b | 0x80 });
-        if v == 0 {
-            break;
-        }
-    }
-}
-
 /// A real SST file whose metaindex points the properties at `props` (offset, size): its data and
 /// index blocks kept, the metaindex rewritten with its other entries, its trailer and the footer
 /// (format_version below 6, as the fixtures' FRocksDB writes) naming it.
@@ -900,13 +902,13 @@ fn with_properties_at(real: &[u8], props: (u64, u64)) -> Vec<u8> {
     for (k, mut v) in sst::entries(old, m.offset).unwrap() {
         if k == b"rocksdb.properties" {
             v.clear();
-            put_varint(&mut v, props.0);
-            put_varint(&mut v, props.1);
+            sst::put_varint(&mut v, props.0);
+            sst::put_varint(&mut v, props.1);
             found = true;
         }
-        put_varint(&mut block, 0);
-        put_varint(&mut block, k.len() as u64);
-        put_varint(&mut block, v.len() as u64);
+        sst::put_varint(&mut block, 0);
+        sst::put_varint(&mut block, k.len() as u64);
+        sst::put_varint(&mut block, v.len() as u64);
         block.extend_from_slice(&k);
         block.extend_from_slice(&v);
     }
@@ -925,7 +927,7 @@ fn with_properties_at(real: &[u8], props: (u64, u64)) -> Vec<u8> {
     let mut f = vec![footer.checksum_type];
     let index = footer.index.unwrap();
     for v in [m.offset, block.len() as u64, index.offset, index.size] {
-        put_varint(&mut f, v);
+        sst::put_varint(&mut f, v);
     }
     f.resize(41, 0);
     f.extend_from_slice(&real[real.len() - 12..]); // format_version and magic number
@@ -993,12 +995,7 @@ fn an_sst_whose_properties_block_is_huge_is_refused_before_it_is_read() {
         // in a checkpoint: a note with the file and offset, the other files still counted
         std::fs::write(dir.join(&file), with_properties_at(&real, (props, 3 << 30))).unwrap();
         let report = read_keyed(&Checkpoint::open(&dir).unwrap(), 2);
-        let h = report
-            .operators
-            .iter()
-            .flat_map(|o| &o.handles)
-            .find(|h| h.notes.iter().any(|n| n.file == file))
-            .unwrap();
+        let h = noting(&report, &file);
         let note = h.notes.iter().find(|n| n.file == file).unwrap();
         assert!(
             note.offset == props && note.message.contains("at most 4 MiB"),
@@ -1061,12 +1058,7 @@ fn a_heap_stream_claiming_more_mappings_than_its_key_group_holds_is_one_sum_not_
     std::fs::write(dir.join(&file), &s).unwrap();
     let start = Instant::now();
     let report = read_keyed(&Checkpoint::open(&dir).unwrap(), 2);
-    let h = report
-        .operators
-        .iter()
-        .flat_map(|o| &o.handles)
-        .find(|h| h.notes.iter().any(|n| n.file == file))
-        .unwrap();
+    let h = noting(&report, &file);
     assert!(h.unattributed_bytes > 0);
     assert!(h.notes[0].message.contains("cannot fit"), "{:?}", h.notes);
     assert!(start.elapsed() < Duration::from_secs(2));

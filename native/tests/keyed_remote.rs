@@ -134,6 +134,18 @@ fn keyed_checkpoints() -> Vec<(Checkpoint, String, Recorded)> {
     out
 }
 
+/// The first retained checkpoint of the 1.20.3 incremental fixture, as `keyed_checkpoints` gives it.
+fn incremental_120() -> (Checkpoint, String, Recorded) {
+    keyed_checkpoints()
+        .into_iter()
+        .find(|(cp, _, _)| {
+            cp.metadata_path
+                .to_string_lossy()
+                .contains("1.20.3/keyed-all-incremental/")
+        })
+        .unwrap()
+}
+
 fn remote_report(cp: &Checkpoint, dir: &str, fs: &Recorded) -> (KeyedReport, Vec<KeyedProgress>) {
     let rc = RemoteCheckpoint::new(
         &format!("{dir}/_metadata"),
@@ -308,14 +320,7 @@ fn the_keyed_report_crosses_the_wire_unchanged() {
 #[test]
 fn absolute_handles_outside_the_job_directory_are_not_read() {
     // the fixture's checkpoint directory under another job: its shared files lie outside it
-    let (cp, _, _) = keyed_checkpoints()
-        .into_iter()
-        .find(|(cp, _, _)| {
-            cp.metadata_path
-                .to_string_lossy()
-                .contains("1.20.3/keyed-all-incremental/")
-        })
-        .unwrap();
+    let (cp, _, _) = incremental_120();
     let dir = "mem://bucket/jobs/other/chk-9";
     let fs = Recorded::new(vec![(format!("{dir}/"), cp.dir.clone())]);
     let rc =
@@ -381,14 +386,7 @@ fn a_handle_of_ten_thousand_sst_files_is_read_by_their_tails_a_bounded_number_at
     use std::sync::atomic::Ordering::SeqCst;
     const COPIES: usize = 10_000;
     const THREADS: usize = 8;
-    let (mut cp, dir, fs) = keyed_checkpoints()
-        .into_iter()
-        .find(|(cp, _, _)| {
-            cp.metadata_path
-                .to_string_lossy()
-                .contains("1.20.3/keyed-all-incremental/")
-        })
-        .unwrap();
+    let (mut cp, dir, fs) = incremental_120();
     let local = read_keyed(&cp, 2);
     // the first RocksDB handle lists 10,000 more SST files: copies of its first one
     let mut real = None;
