@@ -63,8 +63,11 @@ if [ "$BUILD" = 1 ]; then
 fi
 CP=$(cat build/bench/classpath.txt)
 CLI=$ROOT/build/install/checkpoint-surgeon/bin/checkpoint-surgeon
-# Flink 1.20 on Java 17 (the CLI with Flink's jars, the State Processor API, the jobs)
-JAVA=(java --add-opens java.base/java.util=ALL-UNNAMED -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+# Flink 1.20 on Java 17 (the CLI with Flink's jars, the State Processor API, the jobs); java.lang too:
+# SavepointWriter's Kryo (reflectasm) defines OperatorSubtaskState's constructor access in Flink's
+# class loader only then, else IllegalAccessError (and the bootstrap hung with 1 M keys)
+JAVA=(java --add-opens java.base/java.util=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 OUT=$DIR/out

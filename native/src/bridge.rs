@@ -230,8 +230,8 @@ impl JavaReads {
                     jni_str!("progress"),
                     jni_sig!("(IIJJ)V"),
                     &[
-                        JValue::Int(p.handles_done as i32),
-                        JValue::Int(p.handles as i32),
+                        JValue::Int(p.parts_done as i32),
+                        JValue::Int(p.parts as i32),
                         JValue::Long(p.bytes_done as i64),
                         JValue::Long(p.bytes as i64),
                     ],

@@ -7,6 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use checkpoint_surgeon::codec::handles::StreamHandle;
+use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::codec::keyed::sst;
 use checkpoint_surgeon::commit::keyed::{read_keyed, read_keyed_from, KeyedProgress};
 use checkpoint_surgeon::commit::read::Checkpoint;
@@ -133,6 +134,18 @@ fn keyed_checkpoints() -> Vec<(Checkpoint, String, Recorded)> {
     out
 }
 
+/// The first retained checkpoint of the 1.20.3 incremental fixture, as `keyed_checkpoints` gives it.
+fn incremental_120() -> (Checkpoint, String, Recorded) {
+    keyed_checkpoints()
+        .into_iter()
+        .find(|(cp, _, _)| {
+            cp.metadata_path
+                .to_string_lossy()
+                .contains("1.20.3/keyed-all-incremental/")
+        })
+        .unwrap()
+}
+
 fn remote_report(cp: &Checkpoint, dir: &str, fs: &Recorded) -> (KeyedReport, Vec<KeyedProgress>) {
     let rc = RemoteCheckpoint::new(
         &format!("{dir}/_metadata"),
@@ -162,13 +175,14 @@ fn ranged_remote_reads_give_the_local_report_and_read_sst_files_by_their_tails()
                 .all(|h| h.error.is_none()),
             "{what}"
         );
-        // every handle reported once, the last report names them all
+        // every SST file and every handle reported once, the last report names them all
         let handles: usize = local.operators.iter().map(|o| o.handles.len()).sum();
-        assert!(progress.len() <= handles && !progress.is_empty(), "{what}");
-        let last = progress.iter().max_by_key(|p| p.handles_done).unwrap();
+        assert_eq!(progress.len(), progress[0].parts, "{what}");
+        assert!(progress[0].parts >= handles, "{what}");
+        let last = progress.iter().max_by_key(|p| p.parts_done).unwrap();
         assert_eq!(
-            (last.handles_done, last.bytes_done),
-            (last.handles, last.bytes),
+            (last.parts_done, last.bytes_done),
+            (last.parts, last.bytes),
             "{what}"
         );
         assert!(
@@ -306,14 +320,7 @@ fn the_keyed_report_crosses_the_wire_unchanged() {
 #[test]
 fn absolute_handles_outside_the_job_directory_are_not_read() {
     // the fixture's checkpoint directory under another job: its shared files lie outside it
-    let (cp, _, _) = keyed_checkpoints()
-        .into_iter()
-        .find(|(cp, _, _)| {
-            cp.metadata_path
-                .to_string_lossy()
-                .contains("1.20.3/keyed-all-incremental/")
-        })
-        .unwrap();
+    let (cp, _, _) = incremental_120();
     let dir = "mem://bucket/jobs/other/chk-9";
     let fs = Recorded::new(vec![(format!("{dir}/"), cp.dir.clone())]);
     let rc =
@@ -341,4 +348,135 @@ fn absolute_handles_outside_the_job_directory_are_not_read() {
         !reads.is_empty() && reads.iter().all(|(p, _, _)| p.starts_with(dir)),
         "{reads:?}"
     );
+}
+
+/// A remote file system whose SST file `copy-N` is the fixture's one real SST file: each read
+/// takes a millisecond, and the reads in flight at once are counted.
+struct Copies {
+    inner: Recorded,
+    real: String,
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    copy_bytes: std::sync::atomic::AtomicU64,
+    copy_reads: std::sync::atomic::AtomicUsize,
+}
+
+impl RemoteFiles for Copies {
+    fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> checkpoint_surgeon::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !path.contains("/copy-") {
+            return self.inner.read_at(path, offset, buf);
+        }
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.copy_reads.fetch_add(1, SeqCst);
+        self.copy_bytes.fetch_add(buf.len() as u64, SeqCst);
+        let r = self.inner.read_at(&self.real, offset, buf);
+        self.in_flight.fetch_sub(1, SeqCst);
+        r
+    }
+    fn done(&self, path: &str) {
+        self.inner.done(path)
+    }
+}
+
+#[test]
+fn a_handle_of_ten_thousand_sst_files_is_read_by_their_tails_a_bounded_number_at_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const COPIES: usize = 10_000;
+    const THREADS: usize = 8;
+    let (mut cp, dir, fs) = incremental_120();
+    let local = read_keyed(&cp, 2);
+    // the first RocksDB handle lists 10,000 more SST files: copies of its first one
+    let mut real = None;
+    'ops: for op in &mut cp.metadata.operators {
+        let checkpoint_surgeon::codec::metadata::Subtasks::List(l) = &mut op.subtasks else {
+            continue;
+        };
+        for e in l {
+            let checkpoint_surgeon::codec::metadata::SubtaskEntry::State(_, st) = e else {
+                continue;
+            };
+            if let Some(checkpoint_surgeon::codec::handles::KeyedHandle::Incremental {
+                shared,
+                ..
+            }) = &mut st.managed_keyed
+            {
+                let Some((_, Some(StreamHandle::File { path, size }))) = shared
+                    .iter()
+                    .find(|(k, _)| k.to_string().ends_with(".sst"))
+                    .cloned()
+                else {
+                    continue;
+                };
+                let p = path.to_string();
+                let job = &p[..p.find("/shared/").unwrap() + 1];
+                for i in 0..COPIES {
+                    shared.push((
+                        JStr::new(&format!("{:06}.sst", 900_000 + i)),
+                        Some(StreamHandle::File {
+                            path: JStr::new(&format!("{job}shared/copy-{i}")),
+                            size,
+                        }),
+                    ));
+                }
+                real = Some((p, size as u64));
+                break 'ops;
+            }
+        }
+    }
+    let (real, size) = real.unwrap();
+    let copies = Copies {
+        inner: fs,
+        real,
+        in_flight: Default::default(),
+        most: Default::default(),
+        copy_bytes: Default::default(),
+        copy_reads: Default::default(),
+    };
+    let rc = RemoteCheckpoint::new(
+        &format!("{dir}/_metadata"),
+        &dir,
+        Bytes::from(cp.metadata.to_vec()),
+        &copies,
+    )
+    .unwrap();
+    let progress = Mutex::new(Vec::new());
+    let report = read_keyed_from(&rc, THREADS, &|p| progress.lock().unwrap().push(p));
+    // each copy costs one read of its tail, at most THREADS at once, and more than one at once
+    let reads = copies.copy_reads.load(SeqCst);
+    let bytes = copies.copy_bytes.load(SeqCst);
+    let most = copies.most.load(SeqCst);
+    println!(
+        "{COPIES} SST files of {size} bytes: {reads} reads, {bytes} bytes, at most {most} at once"
+    );
+    assert_eq!(reads, COPIES);
+    assert_eq!(bytes, COPIES as u64 * sst::TAIL.min(size));
+    assert!((2..=THREADS).contains(&most), "{most}");
+    // the copies are counted in their state: its entries grow by 10,000 times the file's
+    let entries = |r: &KeyedReport| -> BTreeMap<String, u64> {
+        r.operators
+            .iter()
+            .flat_map(|o| &o.states)
+            .map(|s| (s.name.clone(), s.total.entries))
+            .collect()
+    };
+    let (before, after) = (entries(&local), entries(&report));
+    let grown: Vec<(&String, u64)> = after
+        .iter()
+        .filter(|(n, e)| before.get(*n) != Some(e))
+        .map(|(n, e)| (n, e - before[n]))
+        .collect();
+    assert_eq!(grown.len(), 1, "{grown:?}");
+    assert!(
+        grown[0].1 > 0 && grown[0].1.is_multiple_of(COPIES as u64),
+        "{grown:?}"
+    );
+    // progress is heard file by file, not only when the handle is done
+    let progress = progress.into_inner().unwrap();
+    assert!(progress.len() > COPIES, "{}", progress.len());
+    assert!(progress
+        .iter()
+        .any(|p| p.parts_done == COPIES / 2 && p.bytes_done < p.bytes));
 }

@@ -39,4 +39,9 @@ pub trait StreamSource {
     fn open_stream(&self, h: &StreamHandle) -> Result<Box<dyn keyed::RangeSource + '_>> {
         Ok(Box::new(self.stream_bytes(h)?))
     }
+    /// The footer and properties of the SST file `h` (one of [`keyed::handle::sst_streams`]). A
+    /// source may have read them ahead, many files at once (`commit::keyed`).
+    fn sst(&self, h: &StreamHandle) -> Result<keyed::sst::SstFile> {
+        keyed::sst::read(&*self.open_stream(h)?)
+    }
 }

@@ -159,6 +159,33 @@ pub fn stream_name(h: &StreamHandle) -> String {
     }
 }
 
+/// The SST files of a keyed handle (of its materialized parts, for a changelog handle), in the
+/// order [`read_handle`] reads them: what a caller may read ahead, in parallel, through
+/// [`StreamSource::sst`].
+pub fn sst_streams(h: &KeyedHandle) -> Vec<&StreamHandle> {
+    match h {
+        KeyedHandle::Incremental {
+            shared, private, ..
+        } => shared
+            .iter()
+            .chain(private.iter())
+            .filter(|(k, _)| sst::file_number(&file_name(&k.to_string())).is_some())
+            .filter_map(|(_, h)| h.as_ref())
+            .collect(),
+        KeyedHandle::Changelog { materialized, .. } => materialized
+            .iter()
+            .flatten()
+            .flat_map(sst_streams)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The last part of a handle's key in a RocksDB handle list: the file's name.
+fn file_name(k: &str) -> String {
+    k.rsplit('/').next().unwrap_or(k).to_string()
+}
+
 /// Reads one keyed handle; a changelog handle gives one reading per part. `max_parallelism` is
 /// the operator's (it fixes the key-group prefix of canonical keys). Each part that cannot be
 /// read is an error naming its file and byte offset; the other parts are still read.
@@ -413,7 +440,6 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
     r.states = vec![StateCount::none(); names.len()];
     r.header_bytes = meta_len;
     // the MANIFEST that CURRENT names (the only one in Flink's handles)
-    let file_name = |k: &str| k.rsplit('/').next().unwrap_or(k).to_string();
     let current = private
         .iter()
         .chain(shared.iter())
@@ -467,11 +493,7 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
                 .as_ref()
                 .map(|m| m.live_file(number).is_some()),
         };
-        match src
-            .open_stream(h)
-            .and_then(|b| sst::read(&*b))
-            .map_err(|e| e.in_file(&name))
-        {
+        match src.sst(h).map_err(|e| e.in_file(&name)) {
             Ok(file) => {
                 let p = file.properties;
                 f.column_family = p.column_family_name.clone().or_else(|| {

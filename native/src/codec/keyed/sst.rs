@@ -459,6 +459,18 @@ pub fn varint(s: &mut &[u8]) -> Option<u64> {
     None
 }
 
+/// Appends `v` as [`varint`] reads it (the tests edit real files' block handles with it).
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7F) as u8;
+        v >>= 7;
+        out.push(if v == 0 { b } else { b | 0x80 });
+        if v == 0 {
+            return;
+        }
+    }
+}
+
 /// The file number of an SST file name (`000042.sst`), as a MANIFEST names it.
 pub fn file_number(name: &str) -> Option<u64> {
     let base = name.rsplit('/').next()?;
@@ -478,17 +490,6 @@ mod tests {
         assert_eq!(file_number("000042.sst"), Some(42));
         assert_eq!(file_number("x/000042.sst"), Some(42));
         assert_eq!(file_number("MANIFEST-000004"), None);
-    }
-
-    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-        loop {
-            let b = (v & 0x7F) as u8;
-            v >>= 7;
-            out.push(if v == 0 { b } else { b | 0x80 });
-            if v == 0 {
-                return;
-            }
-        }
     }
 
     /// A meta block (restart interval 1) of these entries, then its trailer (uncompressed,

@@ -37,16 +37,19 @@ final class KeyedReads {
         if (files != null) files.done(path);
     }
 
-    /** Called by the native code after every keyed handle it read. */
-    void progress(int handlesDone, int handles, long bytesDone, long bytes) {
+    /**
+     * Called by the native code after every part it read: each SST file (read ahead, many at once),
+     * then each keyed handle.
+     */
+    void progress(int partsDone, int parts, long bytesDone, long bytes) {
         long now = System.nanoTime();
         synchronized (this) {
-            if (now < next && handlesDone < handles) return;
+            if (now < next && partsDone < parts) return;
             if (now < next && now - start < PROGRESS_NANOS) return; // a short read says nothing
             next = now + PROGRESS_NANOS;
         }
-        progress.message(String.format(Locale.ROOT, "keyed state: %,d of %,d handles read (%s of %s%s), %.1f s",
-                handlesDone, handles, InspectReport.formatBytes(bytesDone), InspectReport.formatBytes(bytes),
+        progress.message(String.format(Locale.ROOT, "keyed state: %,d of %,d SST files and handles read (%s of %s%s), %.1f s",
+                partsDone, parts, InspectReport.formatBytes(bytesDone), InspectReport.formatBytes(bytes),
                 files == null ? "" : "; " + InspectReport.formatBytes(files.bytesRead()) + " fetched",
                 (now - start) / 1e9));
     }
