@@ -15,7 +15,7 @@
 #   --no-report          print the table only; do not touch BENCHMARKS.md
 #
 # Inputs, written by real Flink 1.20.3 (bench/java/.../KeyedBench.java):
-#   canonical  the State Processor API's SavepointWriter (RocksDB backend, parallelism 2): per key a
+#   canonical  the State Processor API's SavepointWriter (heap backend, parallelism 2): per key a
 #              200-byte value state, a list state of 2 and a map state of 3 entries
 #   rocksdb    a streaming job (RocksDB, incremental checkpoints, SST files of 1 MiB) writes a random
 #              1 KiB value per key; its one retained incremental checkpoint
@@ -85,7 +85,7 @@ SP=$DIR/canonical
 if [ ! -f "$SP/_metadata" ]; then
     log "writing the canonical savepoint ($KEYS keys) with the State Processor API"
     rm -rf "$SP"
-    "${JAVA[@]}" -Xmx6g -cp "$CP" io.checkpointsurgeon.bench.KeyedBench canonical "file://$SP" "$KEYS" >&2 || exit 1
+    "${JAVA[@]}" -Xmx12g -cp "$CP" io.checkpointsurgeon.bench.KeyedBench canonical "file://$SP" "$KEYS" >&2 || exit 1
 fi
 RDIR=$DIR/rocksdb
 if ! ls "$RDIR"/checkpoints/*/chk-*/_metadata >/dev/null 2>&1; then
@@ -196,7 +196,7 @@ section=$(cat <<EOF
 
 Command: \`bash bench/keyed.sh --runs $RUNS --keys $KEYS --rocksdb-keys $RKEYS$([ "$S3" = 0 ] && echo ' --no-s3')\` on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(java -version 2>&1 | head -1), load at the end $(cut -d' ' -f1-3 /proc/loadavg).
 
-Inputs, written by Flink 1.20.3: a canonical savepoint of $(awk -v b="$sp_bytes" 'BEGIN {printf "%.2f GiB", b / 1073741824}') (the State Processor API's \`SavepointWriter\`, RocksDB backend, parallelism 2, $KEYS keys with a value, a list and a map state); a RocksDB incremental checkpoint of $(awk -v b="$rocks_bytes" 'BEGIN {printf "%.2f GiB", b / 1073741824}') in $sst_files shared files (a streaming job, SST files of 1 MiB, $RKEYS random 1 KiB values). Every route is a fresh process, run $RUNS times, interleaved. The State Processor API's entries per state equal \`inspect --keyed\`'s: **$agree** ($spa).
+Inputs, written by Flink 1.20.3: a canonical savepoint of $(awk -v b="$sp_bytes" 'BEGIN {printf "%.2f GiB", b / 1073741824}') (the State Processor API's \`SavepointWriter\`, heap backend, parallelism 2, $KEYS keys with a value, a list and a map state); a RocksDB incremental checkpoint of $(awk -v b="$rocks_bytes" 'BEGIN {printf "%.2f GiB", b / 1073741824}') in $sst_files shared files (a streaming job, SST files of 1 MiB, $RKEYS random 1 KiB values). Every route is a fresh process, run $RUNS times, interleaved. The State Processor API's entries per state equal \`inspect --keyed\`'s: **$agree** ($spa).
 
 $table
 <!-- end keyed bench -->
