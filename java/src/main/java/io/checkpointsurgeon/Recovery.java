@@ -130,7 +130,9 @@ final class Recovery {
                 }
                 if (more > 0) reasons.add(new RecoverReport.Reason(m.dir.toString(), more + " more referenced files missing or short"));
             } catch (CheckpointSurgeonException e) {
-                reasons.add(new RecoverReport.Reason(metadata, e.getMessage()));
+                String msg = String.valueOf(e.getMessage());
+                reasons.add(new RecoverReport.Reason(metadata, msg.startsWith(metadata + ": ")
+                        ? msg.substring(metadata.length() + 2) : msg));
             }
         }
         return new RecoverReport.Candidate(uri(m.dir), m.id, reasons.isEmpty() ? RecoverReport.Verdict.RESTORABLE

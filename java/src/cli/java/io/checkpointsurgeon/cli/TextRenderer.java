@@ -635,16 +635,16 @@ final class TextRenderer {
                         r.alsoReferencedBy())) + ")"));
         if (delete) {
             for (io.checkpointsurgeon.OrphanReport.Entry e : r.deleted()) {
-                b.append(String.format(Locale.ROOT, "  deleted %10s  %s%n", bytes(e.size()), printable(e.path())));
+                b.append(String.format(Locale.ROOT, "  deleted %12s  %s%n", count(e.size()), printable(e.path())));
             }
             long sum = r.deleted().stream().mapToLong(io.checkpointsurgeon.OrphanReport.Entry::size).sum();
             b.append(String.format(Locale.ROOT, "deleted %d file(s), %s%s%n", r.deleted().size(), bytes(sum),
                     r.deletionLog() == null ? "" : "; logged in " + printable(r.deletionLog())));
         } else {
             for (io.checkpointsurgeon.OrphanReport.Entry e : r.orphans()) {
-                b.append(String.format(Locale.ROOT, "  %10s  %-21s  %s%n", bytes(e.size()), e.kind(), printable(e.path())));
+                b.append(String.format(Locale.ROOT, "  %12s  %-21s  %s%n", count(e.size()), e.kind(), printable(e.path())));
             }
-            b.append(String.format(Locale.ROOT, "%d orphan(s), %s%n", r.orphans().size(), bytes(r.orphanBytes())));
+            b.append(String.format(Locale.ROOT, "%d orphan(s), %s (sizes in bytes)%n", r.orphans().size(), bytes(r.orphanBytes())));
         }
         if (!r.young().isEmpty()) {
             b.append(String.format(Locale.ROOT, "%d unreferenced file(s) younger than --older-than kept%n", r.young().size()));
