@@ -25,7 +25,8 @@ import org.junit.Test;
 import org.junit.rules.TemporaryFolder;
 
 /**
- * {@code orphans} and {@code recover} on checkpoints real jobs wrote: RocksDB incremental,
+ * {@code orphans} and {@code recover} on checkpoints real jobs wrote (Flink 1.20 only: 2.x has no
+ * LEGACY restore mode): RocksDB incremental,
  * {@code num-retained} 3. Job A runs, is restarted from its newest checkpoint (a new job
  * directory), and its first run's checkpoint directories are then removed the way a retention
  * script removes them; job B was restored in LEGACY mode from A's first run and keeps
