@@ -120,6 +120,11 @@ public class OrphansRecoverTest {
         assertEquals(text.output, 4, text.exitCode);
         System.out.println("orphans report:\n" + text.output);
         // With it, they are kept and named with B's checkpoint; the rest is deleted, logged
+        // what no retained checkpoint of A or B references, before the deletion
+        Set<Path> unreferenced = files(baseA);
+        unreferenced.removeIf(p -> p.getFileName().toString().equals("_metadata"));
+        unreferenced.removeAll(bRefs);
+        unreferenced.removeAll(a2Refs);
         Path log = work.resolve("deletions.log");
         CliProcess.Result del = CliProcess.withFlink("orphans", baseA.toString(), "--also-referenced-by", baseB.toString(),
                 "--older-than", "0s", "--unsafe-allow-young", "--delete", "--deletion-log", log.toString()).run();
@@ -136,12 +141,12 @@ public class OrphansRecoverTest {
         }
         for (Path p : usedByB) assertTrue(p + " kept", Files.exists(p));
         for (Path p : files(a2Dir)) assertFalse(p + " of A's retained checkpoints is not in the log", logText.contains(p.toString()));
-        // besides those, only the files of a chk-* without _metadata (one cancelled mid-checkpoint)
+        // besides those, only files no retained checkpoint of A or B references (e.g. of a checkpoint
+        // aborted by the cancellation), never a _metadata
         for (String line : logText.split("\n")) {
             if (!line.startsWith("deleted\t")) continue;
             Path p = Path.of(line.substring(line.lastIndexOf('\t') + 1));
-            assertTrue(line, expectedGone.contains(p) || p.getParent().getFileName().toString().startsWith("chk-")
-                    && !Files.exists(p.getParent().resolve("_metadata")) && !retained(p.getParent().getParent()).contains(p.getParent()));
+            assertTrue(line, unreferenced.contains(p));
         }
         System.out.println("orphans --delete:\n" + del.output);
 
@@ -185,6 +190,39 @@ public class OrphansRecoverTest {
         assertTrue(json.output, json.output.contains("\"newestRestorable\": \"" + restore + "\""));
         // the job restores from what it printed
         NumbersJob.runToEnd(conf(work.resolve("restores"), "restored"), "restored", "op", Path.of(java.net.URI.create(restore)));
+    }
+
+    @Test
+    public void aFileMergingFileWithAnySegmentReferencedIsKeptWhole() throws Exception {
+        Path work = tmp.getRoot().toPath().toRealPath();
+        Configuration c = conf(work.resolve("fm"), "fm");
+        FlinkConf.fileMerging(c);
+        MiniClusterJob.Result a = NumbersJob.midStream(c, "fm", "op", 4, NumbersJob.Ending.CANCEL);
+        List<Path> kept = retained(a.checkpointPath().getParent());
+        // the byte ranges of each physical file that the retained checkpoints reference
+        java.util.Map<Path, Long> referencedBytes = new java.util.TreeMap<>();
+        for (Path chk : kept) {
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (StateFile f : CheckpointSurgeon.references(chk)) {
+                if (f.kind() != StateFile.Kind.SEGMENT || !seen.add(f.path() + "@" + f.start())) continue;
+                referencedBytes.merge(CheckpointSurgeon.localPath(f.path()).toAbsolutePath().normalize(), f.size(), Long::sum);
+            }
+        }
+        assertFalse("segments referenced", referencedBytes.isEmpty());
+        Set<Path> partly = new TreeSet<>();
+        for (java.util.Map.Entry<Path, Long> e : referencedBytes.entrySet()) {
+            if (Files.size(e.getKey()) > e.getValue()) partly.add(e.getKey());
+        }
+        assertFalse("a physical file only partly referenced (seen: 7 of 30)", partly.isEmpty());
+        CliProcess.Result del = CliProcess.withFlink("orphans", work.resolve("fm").toString(), "--older-than", "0s",
+                "--unsafe-allow-young", "--delete", "--deletion-log", work.resolve("fm.log").toString()).run();
+        assertEquals(del.output, 0, del.exitCode);
+        for (Path p : referencedBytes.keySet()) assertTrue(p + " kept whole", Files.exists(p));
+        String log = Files.exists(work.resolve("fm.log")) ? Files.readString(work.resolve("fm.log")) : "";
+        for (Path p : referencedBytes.keySet()) assertFalse(p + " not in the log", log.contains(p.toString()));
+        for (Path chk : kept) {
+            NumbersJob.runToEnd(conf(work.resolve("restores"), "fm-" + chk.getFileName()), "fm-" + chk.getFileName(), "op", chk);
+        }
     }
 
     private static List<Path> concat(List<Path> x, List<Path> y) {

@@ -53,12 +53,8 @@ final class OrphansCommand extends BaseCommand {
 
     @Override
     public Integer call() throws CheckpointSurgeonException {
-        for (Path r : roots) {
-            if (CheckpointSurgeon.isFlinkPath(r.toString())) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.UNSUPPORTED, "orphans works on"
-                        + " local directories; " + r + " is a Flink path");
-            }
-        }
+        requireLocal("orphans", roots);
+        requireLocal("orphans", also);
         if (delete && olderThan == null) throw usage("--delete needs --older-than (at least 1h)");
         if (!delete && (log != null || allowYoung)) throw usage("--deletion-log and --unsafe-allow-young go with --delete");
         Duration age = olderThan == null ? Duration.ZERO : parse(olderThan);

@@ -38,12 +38,7 @@ final class RecoverCommand extends BaseCommand {
 
     @Override
     public Integer call() throws CheckpointSurgeonException {
-        for (Path r : roots) {
-            if (CheckpointSurgeon.isFlinkPath(r.toString())) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.UNSUPPORTED, "recover works on"
-                        + " local directories; " + r + " is a Flink path");
-            }
-        }
+        requireLocal("recover", roots);
         Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
         if (haDir != null) {
             for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
