@@ -112,10 +112,11 @@ final class Doctor {
         if (jobDir == null || CheckpointScan.id(chk) < 0 || !Files.isDirectory(jobDir.resolve("shared"))) return;
         try (java.util.stream.Stream<Path> s = Files.list(jobDir.resolve("shared"))) {
             if (s.limit(CHEAP_SHARED_ENTRIES + 1).count() > CHEAP_SHARED_ENTRIES) return;
-            OrphanReport r = Orphans.report(List.of(jobDir), List.of(), java.time.Duration.ZERO);
+            // older than deletion's floor only: a running job's checkpoint in progress is no orphan
+            OrphanReport r = Orphans.report(List.of(jobDir), List.of(), Orphans.FLOOR);
             if (r.orphans().isEmpty()) return;
             out.add(new CheckpointSurgeon.Finding(WARNING, "ORPHAN_FILES", String.format(Locale.ROOT,
-                    "%d file(s), %s, under %s are referenced by no retained checkpoint of this job (a job restored"
+                    "%d file(s) older than an hour, %s, under %s are referenced by no retained checkpoint of this job (a job restored"
                             + " from it in NO_CLAIM or LEGACY mode may still use them: name its directory with"
                             + " --also-referenced-by)", r.orphans().size(), InspectReport.formatBytes(r.orphanBytes()),
                     jobDir), new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, null, null),

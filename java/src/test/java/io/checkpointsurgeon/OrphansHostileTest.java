@@ -159,4 +159,16 @@ public class OrphansHostileTest {
         assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
         assertTrue(Files.exists(job.resolve("chk-9").resolve("op-state")));
     }
+
+    @Test
+    public void doctorCountsTheOrphansOlderThanAnHourOfTheJobDirectory() throws Exception {
+        Path job = job();
+        Files.write(job.resolve("shared").resolve("young"), new byte[7]);
+        List<CheckpointSurgeon.Finding> found = CheckpointSurgeon.doctor(job.resolve("chk-7"));
+        List<CheckpointSurgeon.Finding> orphans = found.stream().filter(f -> f.code().equals("ORPHAN_FILES"))
+                .collect(Collectors.toList());
+        assertEquals(found.toString(), 1, orphans.size());
+        assertTrue(orphans.get(0).message(), orphans.get(0).message().startsWith("1 file(s) older than an hour, 123 B,"));
+        assertEquals(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, orphans.get(0).fix().action());
+    }
 }

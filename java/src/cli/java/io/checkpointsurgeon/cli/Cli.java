@@ -203,7 +203,7 @@ public final class Cli {
             command.plainErr = err;
             return command.call();
         } catch (CheckpointSurgeonException e) {
-            err.println("error [" + e.code() + "]: " + e.getMessage());
+            err.println("error [" + e.code() + "]: " + Terminal.safe(e.getMessage()));
             return INVALID;
         } catch (Exception e) {
             return unknownOutcome(e, err);
