@@ -22,6 +22,13 @@ import java.util.Map;
  * every referenced file present with at least the size its handle records (stat only).
  */
 final class Recovery {
+    /**
+     * The doctor's findings that make a restore fail. Not the others: a stale or growing union
+     * state restores (and grows), a serializer class missing here may be in the job's jar.
+     */
+    private static final java.util.Set<String> RESTORE_FAILS = java.util.Set.of("FLINK_REJECTS_METADATA",
+            "STATE_STREAM_UNREADABLE", "METADATA_SIZE", "DEPLOYMENT_SIZE");
+
     /** Reasons listed per checkpoint; the rest are counted. */
     private static final int MAX_REASONS = 20;
 
@@ -104,7 +111,7 @@ final class Recovery {
             try {
                 InspectReport r = CheckpointSurgeon.inspect(m.metadata());
                 for (CheckpointSurgeon.Finding f : Doctor.examine(r, m.metadata())) {
-                    if (f.severity() == CheckpointSurgeon.Finding.Severity.ERROR && !f.code().equals("STATE_FILE_MISSING")) {
+                    if (f.severity() == CheckpointSurgeon.Finding.Severity.ERROR && RESTORE_FAILS.contains(f.code())) {
                         reasons.add(new RecoverReport.Reason(metadata, f.code() + ": " + f.message()));
                     }
                 }
