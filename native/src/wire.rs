@@ -43,7 +43,7 @@ use bytes::Bytes;
 pub mod samples;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 
 pub const SOURCE: u32 = u32::from_be_bytes(*b"CSSO");
 pub const REQUEST: u32 = u32::from_be_bytes(*b"CSRQ");
@@ -888,8 +888,14 @@ pub fn encode_state_files(files: &[StateFile]) -> Vec<u8> {
     enc_list(&mut e, files, |e, f| {
         e.bool(f.operator_state);
         match f.kind {
-            FileKind::Relative => e.u8(0),
-            FileKind::File => e.u8(1),
+            FileKind::Relative { size } => {
+                e.u8(0);
+                e.i64(size);
+            }
+            FileKind::File { size } => {
+                e.u8(1);
+                e.i64(size);
+            }
             FileKind::Segment { start, size } => {
                 e.u8(2);
                 e.i64(start);
@@ -906,8 +912,8 @@ pub fn decode_state_files(buf: Bytes) -> Result<Vec<StateFile>> {
     let files = d.list(6, |d| {
         let operator_state = d.bool()?;
         let kind = match d.u8()? {
-            0 => FileKind::Relative,
-            1 => FileKind::File,
+            0 => FileKind::Relative { size: d.i64()? },
+            1 => FileKind::File { size: d.i64()? },
             2 => FileKind::Segment {
                 start: d.i64()?,
                 size: d.i64()?,

@@ -1,5 +1,6 @@
 //! The files a checkpoint's state lives in: what the Java side needs to mirror a remote
-//! checkpoint and what the doctor checks for existence.
+//! checkpoint, what the doctor and `recover` check for existence and size, and what `orphans`
+//! keeps. Sizes are the ones the handles record.
 
 use crate::codec::handles::StreamHandle;
 use crate::codec::metadata::CheckpointMetadata;
@@ -7,10 +8,10 @@ use crate::codec::metadata::CheckpointMetadata;
 /// Where a file-backed stream handle's bytes are.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FileKind {
-    /// A `RelativeFileStateHandle`: a file name in the checkpoint directory.
-    Relative,
-    /// A `FileStateHandle`: an absolute path.
-    File,
+    /// A `RelativeFileStateHandle`: a file name in the checkpoint directory, `size` bytes.
+    Relative { size: i64 },
+    /// A `FileStateHandle`: an absolute path, `size` bytes.
+    File { size: i64 },
     /// A file-merging `SegmentFileStateHandle`: `size` bytes from `start` of a shared file.
     Segment { start: i64, size: i64 },
 }
@@ -28,8 +29,8 @@ pub struct StateFile {
 pub fn state_files(md: &CheckpointMetadata) -> Vec<StateFile> {
     fn file(operator_state: bool, h: &StreamHandle) -> Option<StateFile> {
         let (kind, path) = match h {
-            StreamHandle::RelativeFile { path, .. } => (FileKind::Relative, path),
-            StreamHandle::File { path, .. } => (FileKind::File, path),
+            StreamHandle::RelativeFile { path, size } => (FileKind::Relative { size: *size }, path),
+            StreamHandle::File { path, size } => (FileKind::File { size: *size }, path),
             StreamHandle::Segment {
                 path, start, size, ..
             } => (

@@ -141,12 +141,12 @@ pub fn state_files() -> Vec<StateFile> {
     vec![
         StateFile {
             operator_state: true,
-            kind: FileKind::Relative,
+            kind: FileKind::Relative { size: 1003 },
             path: s("relative.path"),
         },
         StateFile {
             operator_state: false,
-            kind: FileKind::File,
+            kind: FileKind::File { size: 1004 },
             path: s("file.path"),
         },
         StateFile {

@@ -297,6 +297,60 @@ public final class CheckpointSurgeon {
                 : doctor(FlinkFileSystems.localPath(checkpoint));
     }
 
+    /**
+     * Every file a checkpoint's {@code _metadata} references, as its handles record them: relative
+     * and absolute file handles (operator, keyed, RocksDB incremental shared and private files,
+     * changelog, channel and coordinator state) with their sizes, and file-merging segments with
+     * their byte ranges; each listed once.
+     */
+    public static List<io.checkpointsurgeon.flink.StateFile> references(Path checkpoint) throws CheckpointSurgeonException {
+        Path p = Objects.requireNonNull(checkpoint, "checkpoint");
+        return Native.stateFiles(Files.isDirectory(p) ? p.resolve("_metadata") : p);
+    }
+
+    /**
+     * Finds the newest checkpoint or savepoint under local {@code roots} that will restore (see
+     * {@link RecoverReport}), and which of {@code haPointers} (named as the report names them, each
+     * the HA file it points to) name one that will not.
+     */
+    public static RecoverReport recover(List<Path> roots, java.util.Map<String, HaFileInfo> haPointers)
+            throws CheckpointSurgeonException {
+        java.util.Map<String, java.util.Map.Entry<Long, String>> pointers = new java.util.LinkedHashMap<>();
+        for (java.util.Map.Entry<String, HaFileInfo> e : haPointers.entrySet()) {
+            pointers.put(e.getKey(), new java.util.AbstractMap.SimpleImmutableEntry<>(e.getValue().checkpointId(),
+                    e.getValue().checkpointPath()));
+        }
+        return Recovery.run(roots, pointers);
+    }
+
+    /**
+     * The files of checkpoint storage under local {@code roots} that no {@code _metadata} under
+     * {@code roots} or {@code alsoReferencedBy} references, split by age; deletes nothing.
+     */
+    public static OrphanReport orphans(List<Path> roots, List<Path> alsoReferencedBy, java.time.Duration olderThan)
+            throws CheckpointSurgeonException {
+        return Orphans.report(roots, alsoReferencedBy, olderThan);
+    }
+
+    /**
+     * Deletes the orphans older than {@code olderThan} (at least one hour) that a second, fresh
+     * scan confirms, logging each to {@code deletionLog} (a new file). Refuses (VALIDATION) while
+     * a {@code _metadata} cannot be read or is newer than the scan, or a {@code chk-*} without
+     * {@code _metadata} is younger than {@code olderThan}.
+     */
+    public static OrphanReport deleteOrphans(List<Path> roots, List<Path> alsoReferencedBy,
+                                             java.time.Duration olderThan, Path deletionLog)
+            throws CheckpointSurgeonException {
+        return Orphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, false);
+    }
+
+    /** {@link #deleteOrphans} without the one-hour floor of {@code olderThan}: for tests, unsafe on live jobs. */
+    public static OrphanReport deleteOrphansUnsafeAge(List<Path> roots, List<Path> alsoReferencedBy,
+                                                      java.time.Duration olderThan, Path deletionLog)
+            throws CheckpointSurgeonException {
+        return Orphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, true);
+    }
+
     /** The job and checkpoint an HA file belongs to. */
     public static final class HaFileInfo {
         private final Path file;
@@ -490,7 +544,9 @@ public final class CheckpointSurgeon {
             /** Examine HA completedCheckpoint files ({@link #haFileInfo}, {@link #inspectHa}). */
             LIST_HA,
             /** Delete the files a killed repair left ({@link CheckpointSurgeon#removeLeftovers}). */
-            CLEAN_LEFTOVERS;
+            CLEAN_LEFTOVERS,
+            /** List the files of the job directory no checkpoint references ({@link CheckpointSurgeon#orphans}). */
+            LIST_ORPHANS;
 
             @Override
             public String toString() {

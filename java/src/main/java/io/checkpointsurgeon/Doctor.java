@@ -35,6 +35,7 @@ final class Doctor {
         Path metadata = Files.isDirectory(path) ? path.resolve("_metadata") : path;
         files(out, metadata);
         leftovers(out, metadata.toAbsolutePath().getParent());
+        orphans(out, metadata.toAbsolutePath().getParent());
         if (FlinkJudge.flinkAvailable()) {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
@@ -97,6 +98,32 @@ final class Doctor {
                         + " belong to one running there now): %s; no _metadata of the directory references them,"
                         + " so they are safe to delete", found.size(), dir, sample(names)),
                 new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.CLEAN_LEFTOVERS, null, null), List.of()));
+    }
+
+    /** Above this many entries in the job's {@code shared/}, the doctor leaves counting orphans to {@code orphans}. */
+    private static final int CHEAP_SHARED_ENTRIES = 20_000;
+
+    /**
+     * A finding for the bytes under a {@code chk-<id>}'s job directory that no retained checkpoint
+     * of it references, when that is cheap to know (a {@code shared/} of bounded size).
+     */
+    private static void orphans(List<CheckpointSurgeon.Finding> out, Path chk) {
+        Path jobDir = chk.getParent();
+        if (jobDir == null || CheckpointScan.id(chk) < 0 || !Files.isDirectory(jobDir.resolve("shared"))) return;
+        try (java.util.stream.Stream<Path> s = Files.list(jobDir.resolve("shared"))) {
+            if (s.limit(CHEAP_SHARED_ENTRIES + 1).count() > CHEAP_SHARED_ENTRIES) return;
+            // older than deletion's floor only: a running job's checkpoint in progress is no orphan
+            OrphanReport r = Orphans.report(List.of(jobDir), List.of(), Orphans.FLOOR);
+            if (r.orphans().isEmpty()) return;
+            out.add(new CheckpointSurgeon.Finding(WARNING, "ORPHAN_FILES", String.format(Locale.ROOT,
+                    "%d file(s) older than an hour, %s, under %s are referenced by no retained checkpoint of this job (a job restored"
+                            + " from it in NO_CLAIM or LEGACY mode may still use them: name its directory with"
+                            + " --also-referenced-by)", r.orphans().size(), InspectReport.formatBytes(r.orphanBytes()),
+                    jobDir), new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, null, null),
+                    List.of()));
+        } catch (IOException | CheckpointSurgeonException | java.io.UncheckedIOException e) {
+            // the doctor's other findings stand; `orphans` says what is in the way
+        }
     }
 
     private static CheckpointSurgeon.Remedy remedy(CheckpointSurgeon.Remedy.Action action, String operatorId, String state) {

@@ -111,6 +111,8 @@ public class HostileNamesTest {
         commands.add(new String[] {"history", d, out1, "--svg", files.resolve("history.svg").toString(), "--html",
             files.resolve("history.html").toString()});
         commands.add(new String[] {"watch", "--dir", base.toString(), "--once"});
+        commands.add(new String[] {"recover", base.toString()});
+        commands.add(new String[] {"orphans", base.toString()});
         commands.add(new String[] {"kafka", "migrate-legacy", d, "--uid", HostileNames.UID});
         commands.add(new String[] {"kafka", "drop-topic", d, "--topic", topic});
         commands.add(new String[] {"kafka", "set-offsets", d, "--topic", topic, "--offset", "5"});

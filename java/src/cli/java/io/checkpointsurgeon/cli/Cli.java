@@ -14,6 +14,9 @@ import picocli.CommandLine.Command;
  * The command line: {@code main}, the exit codes, the error handlers and the table of commands
  * (one class per command beside this one). Exit codes: 0 ok, 1 usage error, 2 invalid input,
  * validation failure or a held lock, 3 outcome unknown (an unexpected failure), 4 findings.
+ * {@code recover}: 0 the newest checkpoint restores, 4 an older one restores (or an HA pointer names a
+ * broken one), 2 none restores. {@code orphans}: 0 none found (or deleted), 4 orphans found, 2 --delete
+ * refused (a checkpoint in progress, an unreadable _metadata).
  */
 @Command(
         name = "checkpoint-surgeon",
@@ -25,7 +28,7 @@ public final class Cli {
 
     /** The top-level commands, in the order {@code --help} lists them (then {@code help}). */
     static final String[] COMMANDS = {"inspect", "doctor", "remove-state", "remove-operator", "dedupe-union",
-        "rename-operator", "relocate", "ha", "kafka", "diff", "history", "watch", "clean-leftovers"};
+        "rename-operator", "relocate", "ha", "kafka", "diff", "history", "watch", "clean-leftovers", "recover", "orphans"};
 
     /**
      * The class of the top-level command {@code name}, or null (help, an unknown name). A switch, so
@@ -60,6 +63,10 @@ public final class Cli {
                 return WatchCommand.class;
             case "clean-leftovers":
                 return CleanLeftoversCommand.class;
+            case "recover":
+                return RecoverCommand.class;
+            case "orphans":
+                return OrphansCommand.class;
             default:
                 return null;
         }

@@ -539,6 +539,12 @@ final class TextRenderer {
                         + " --apply --output " + quote(path + "-migrated");
             case CLEAN_LEFTOVERS:
                 return "checkpoint-surgeon clean-leftovers " + p + " --apply";
+            case LIST_ORPHANS: {
+                // the job directory of the checkpoint (of its _metadata)
+                String chk = path.replaceAll("/+$", "").replaceAll("/_metadata$", "");
+                int slash = chk.lastIndexOf('/');
+                return "checkpoint-surgeon orphans " + quote(slash > 0 ? chk.substring(0, slash) : ".");
+            }
             case REMOVE_STATE:
                 return surgery("remove-state", r, path, "-repaired");
             case DEDUPE_UNION:
@@ -573,6 +579,85 @@ final class TextRenderer {
     /** A count, or "-" for a value that is absent (-1). */
     static String count(long n) {
         return n < 0 ? "-" : String.format(Locale.ROOT, "%,d", n);
+    }
+
+    /** {@code recover}: each checkpoint newest first with its verdict and reasons, how to restore, the broken HA pointers. */
+    static String recover(io.checkpointsurgeon.RecoverReport r) {
+        StringBuilder b = new StringBuilder();
+        if (r.candidates().isEmpty()) {
+            b.append("no checkpoint or savepoint (a directory with _metadata) under ").append(printable(r.roots())).append('\n');
+            return b.toString();
+        }
+        b.append(String.format(Locale.ROOT, "%d checkpoint(s)/savepoint(s) under %s, newest first:%n", r.candidates().size(),
+                printable(String.join(", ", r.roots()))));
+        int notExamined = 0;
+        for (io.checkpointsurgeon.RecoverReport.Candidate c : r.candidates()) {
+            if (c.verdict() == io.checkpointsurgeon.RecoverReport.Verdict.NOT_EXAMINED) {
+                notExamined++;
+                continue;
+            }
+            b.append(String.format(Locale.ROOT, "  %-10s %s%s%n", c.verdict() == io.checkpointsurgeon.RecoverReport.Verdict
+                    .RESTORABLE ? "RESTORES" : "BROKEN", printable(c.path()), c.verdict() == io.checkpointsurgeon.RecoverReport
+                    .Verdict.RESTORABLE ? String.format(Locale.ROOT, " (%d referenced files, %s, all present)",
+                    c.referencedFiles(), bytes(c.referencedBytes())) : ""));
+            for (io.checkpointsurgeon.RecoverReport.Reason why : c.reasons()) {
+                b.append("             ").append(printable(why.file())).append(": ").append(printable(why.problem())).append('\n');
+            }
+            if (c.uncheckedFiles() > 0) {
+                b.append(String.format(Locale.ROOT, "             %d file(s) on another file system not checked (no Flink"
+                        + " file system on the class path)%n", c.uncheckedFiles()));
+            }
+        }
+        if (notExamined > 0) b.append(String.format(Locale.ROOT, "  (%d older one(s) not examined)%n", notExamined));
+        if (r.newestRestorable() == null) {
+            b.append("none of them restores\n");
+        } else {
+            b.append("\nrestore from ").append(printable(r.newestRestorable())).append(":\n")
+                    .append("  flink-conf / config.yaml:  execution.savepoint.path: ").append(printable(r.newestRestorable()))
+                    .append("   (Flink 1.20+: execution.state-recovery.path)\n")
+                    .append("  command line:             flink run -s ").append(quote(r.newestRestorable()))
+                    .append(" <job jar> <args>\n");
+        }
+        for (io.checkpointsurgeon.RecoverReport.HaPointer p : r.brokenHaPointers()) {
+            b.append(String.format(Locale.ROOT, "%nHA pointer %s names checkpoint %d (%s), which does not restore: %s%n  %s%n",
+                    printable(p.pointer()), p.checkpointId(), printable(p.checkpoint()), printable(p.problem()),
+                    printable(p.repair())));
+        }
+        return b.toString();
+    }
+
+    /** {@code orphans}: the orphans with sizes and total, the young ones, what --delete would refuse for, what was deleted. */
+    static String orphans(io.checkpointsurgeon.OrphanReport r, boolean delete) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "scanned %s file(s) in %s director(ies) under %s; references of %d _metadata%s%n",
+                count(r.filesScanned()), count(r.directoriesScanned()), printable(String.join(", ", r.roots())),
+                r.checkpoints(), r.alsoReferencedBy().isEmpty() ? "" : " (also from " + printable(String.join(", ",
+                        r.alsoReferencedBy())) + ")"));
+        if (delete) {
+            for (io.checkpointsurgeon.OrphanReport.Entry e : r.deleted()) {
+                b.append(String.format(Locale.ROOT, "  deleted %12s  %s%n", count(e.size()), printable(e.path())));
+            }
+            long sum = r.deleted().stream().mapToLong(io.checkpointsurgeon.OrphanReport.Entry::size).sum();
+            b.append(String.format(Locale.ROOT, "deleted %d file(s), %s%s%n", r.deleted().size(), bytes(sum),
+                    r.deletionLog() == null ? "" : "; logged in " + printable(r.deletionLog())));
+        } else {
+            for (io.checkpointsurgeon.OrphanReport.Entry e : r.orphans()) {
+                b.append(String.format(Locale.ROOT, "  %12s  %-21s  %s%n", count(e.size()), e.kind(), printable(e.path())));
+            }
+            b.append(String.format(Locale.ROOT, "%d orphan(s), %s (sizes in bytes)%n", r.orphans().size(), bytes(r.orphanBytes())));
+        }
+        if (!r.young().isEmpty()) {
+            b.append(String.format(Locale.ROOT, "%d unreferenced file(s) younger than --older-than kept%n", r.young().size()));
+        }
+        b.append(String.format(Locale.ROOT, "%d file(s) kept as referenced", r.kept().size()));
+        if (!r.kept().isEmpty()) {
+            io.checkpointsurgeon.OrphanReport.Entry k = r.kept().get(0);
+            b.append(", e.g. ").append(printable(k.path())).append(" by ").append(printable(k.referencedBy()));
+        }
+        b.append('\n');
+        for (String s : r.skipped()) b.append("  not a file, left alone: ").append(printable(s)).append('\n');
+        for (String s : r.deleteBlockers()) b.append("  --delete would refuse: ").append(printable(s)).append('\n');
+        return b.toString();
     }
 
     static String bytes(long n) {

@@ -48,7 +48,7 @@ public final class StateFile {
         return start;
     }
 
-    /** A segment's size (0 for a whole file). */
+    /** A segment's size, or the size a whole file's handle records (the file holds at least this many bytes). */
     public long size() {
         return size;
     }
@@ -56,6 +56,6 @@ public final class StateFile {
     @Override
     public String toString() {
         return kind.name().toLowerCase(java.util.Locale.ROOT) + " " + path
-                + (kind == Kind.SEGMENT ? "@" + start + "+" + size : "");
+                + (kind == Kind.SEGMENT ? "@" + start + "+" + size : " (" + size + " bytes)");
     }
 }

@@ -25,7 +25,7 @@ import java.util.function.Function;
  * every field of a payload the Rust side built from known values ({@code native/src/wire/samples.rs}).
  */
 final class Wire {
-    static final short VERSION = 4;
+    static final short VERSION = 5;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
             REPORT = magic("CSRE"), STATE_FILES = magic("CSSF"), KEYED_REPORT = magic("CSKR");
 
@@ -396,7 +396,7 @@ final class Wire {
                 : tag == 2 ? StateFile.Kind.SEGMENT : null;
         if (kind == null) throw new IllegalArgumentException("file kind 0 to 2, found " + tag);
         long start = kind == StateFile.Kind.SEGMENT ? r.i64() : 0;
-        long size = kind == StateFile.Kind.SEGMENT ? r.i64() : 0;
+        long size = r.i64();
         String path = r.str();
         return new StateFile(operatorState, kind, path, start, size);
     }

@@ -128,8 +128,8 @@ public class WireSamplesTest {
         NativeBridge.ensureLoaded();
         List<StateFile> files = Wire.stateFiles(NativeBridge.wireSample("state-files"));
         assertEquals(3, files.size());
-        stateFile(files.get(0), true, StateFile.Kind.RELATIVE, "relative.path", 0, 0);
-        stateFile(files.get(1), false, StateFile.Kind.FILE, "file.path", 0, 0);
+        stateFile(files.get(0), true, StateFile.Kind.RELATIVE, "relative.path", 0, 1003);
+        stateFile(files.get(1), false, StateFile.Kind.FILE, "file.path", 0, 1004);
         stateFile(files.get(2), true, StateFile.Kind.SEGMENT, "segment.path", 1001, 1002);
     }
 

@@ -1,0 +1,93 @@
+package io.checkpointsurgeon.cli;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.OrphanReport;
+import io.checkpointsurgeon.internal.Json;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+@Command(name = "orphans", mixinStandardHelpOptions = true,
+        description = "List the files of local checkpoint storage (shared/, taskowned/, chk-*, savepoint-*) that no"
+                + " _metadata under any given directory references, with sizes and the total; each kept file names"
+                + " one checkpoint that references it. A file-merging file any segment of which is referenced is kept"
+                + " whole. --delete deletes the ones older than --older-than after a second, fresh scan, re-checking"
+                + " each file right before, and logs every deletion to a new file. Exit 0: no orphans (or all"
+                + " deleted); 4: orphans found; 2: --delete refused.")
+final class OrphansCommand extends BaseCommand {
+    @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a job or base checkpoint directory, a savepoint directory")
+    List<Path> roots;
+
+    @Option(names = "--also-referenced-by", paramLabel = "PATH", arity = "1..*", description = "more directories whose"
+            + " _metadata files protect what they reference (a job restored in NO_CLAIM or LEGACY mode from these"
+            + " checkpoints); their own files are not listed")
+    List<Path> also = new ArrayList<>();
+
+    @Option(names = "--older-than", paramLabel = "DURATION", description = "only files older than this (90m, 2h,"
+            + " 7d); --delete needs it, at least 1h")
+    String olderThan;
+
+    @Option(names = "--delete", description = "delete the orphans (needs --older-than)")
+    boolean delete;
+
+    @Option(names = "--deletion-log", paramLabel = "FILE", description = "with --delete: the log it creates (never"
+            + " overwrites; default: ./checkpoint-surgeon-orphans-<UTC time>.log)")
+    Path log;
+
+    @Option(names = "--unsafe-allow-young", description = "UNSAFE, for tests: let --older-than go below 1h; a file"
+            + " younger than an hour may belong to a checkpoint a running job is writing")
+    boolean allowYoung;
+
+    @CommandLine.Mixin
+    JsonMixin json = new JsonMixin();
+
+    @Override
+    public Integer call() throws CheckpointSurgeonException {
+        requireLocal("orphans", roots);
+        requireLocal("orphans", also);
+        if (delete && olderThan == null) throw usage("--delete needs --older-than (at least 1h)");
+        if (!delete && (log != null || allowYoung)) throw usage("--deletion-log and --unsafe-allow-young go with --delete");
+        Duration age = olderThan == null ? Duration.ZERO : parse(olderThan);
+        OrphanReport r;
+        if (delete) {
+            Path logFile = log != null ? log
+                    : Path.of("checkpoint-surgeon-orphans-" + Instant.now().toString().replace(':', '-') + ".log");
+            r = allowYoung ? CheckpointSurgeon.deleteOrphansUnsafeAge(roots, also, age, logFile)
+                    : CheckpointSurgeon.deleteOrphans(roots, also, age, logFile);
+        } else {
+            r = CheckpointSurgeon.orphans(roots, also, age);
+        }
+        PrintWriter out = out();
+        out.print(json.json ? Json.write(r) : TextRenderer.orphans(r, delete));
+        out.flush();
+        return delete ? Cli.OK : r.orphans().isEmpty() ? Cli.OK : Cli.FINDINGS;
+    }
+
+    private Duration parse(String text) {
+        Matcher m = Pattern.compile("(\\d{1,9})(ms|s|m|h|d)").matcher(text.trim());
+        if (!m.matches()) throw usage("--older-than: a duration such as 90m, 2h or 7d, found '" + text + "'");
+        long n = Long.parseLong(m.group(1));
+        switch (m.group(2)) {
+            case "ms":
+                return Duration.ofMillis(n);
+            case "s":
+                return Duration.ofSeconds(n);
+            case "m":
+                return Duration.ofMinutes(n);
+            case "h":
+                return Duration.ofHours(n);
+            default:
+                return Duration.ofDays(n);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+package io.checkpointsurgeon.cli;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.RecoverReport;
+import io.checkpointsurgeon.flink.KubernetesHa;
+import io.checkpointsurgeon.internal.Json;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+@Command(name = "recover", mixinStandardHelpOptions = true,
+        description = "Find the newest checkpoint or savepoint under local directories that will restore: _metadata"
+                + " readable and accepted by Flink's loader (Flink on the class path), no error of the doctor, every"
+                + " referenced file present with at least the size its handle records (stat only). Prints why each"
+                + " newer one does not restore, how to restore, and with --ha-dir/--kubernetes the HA pointers that"
+                + " name a broken checkpoint. Exit 0: the newest restores; 4: an older one restores (or an HA pointer"
+                + " names a broken one); 2: none restores.")
+final class RecoverCommand extends BaseCommand {
+    @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a checkpoint, job, base or savepoint directory")
+    List<Path> roots;
+
+    @Option(names = "--ha-dir", paramLabel = "HA_DIR", description = "high-availability.storageDir (or its"
+            + " <cluster-id> dir): its completedCheckpoint files are HA pointers")
+    Path haDir;
+
+    @CommandLine.Mixin
+    KubernetesMixin k8s = new KubernetesMixin();
+
+    @CommandLine.Mixin
+    JsonMixin json = new JsonMixin();
+
+    @Override
+    public Integer call() throws CheckpointSurgeonException {
+        requireLocal("recover", roots);
+        Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
+        if (haDir != null) {
+            for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
+        }
+        try (KubernetesHa ha = k8s.connect(spec)) {
+            if (ha != null) {
+                for (KubernetesHa.Pointer p : ha.checkpointPointers()) {
+                    if (p.markedForDeletion || p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
+                    pointers.put("ConfigMap " + p.configMap + " " + p.key, CheckpointSurgeon.haFileInfo(p.file));
+                }
+            }
+        }
+        RecoverReport r = CheckpointSurgeon.recover(roots, pointers);
+        PrintWriter out = out();
+        out.print(json.json ? Json.write(r) : TextRenderer.recover(r));
+        out.flush();
+        return r.newestRestorable() == null ? Cli.INVALID : r.newestRestores() ? Cli.OK : Cli.FINDINGS;
+    }
+}

@@ -1,0 +1,258 @@
+package io.checkpointsurgeon;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * {@code orphans}: the files of local checkpoint storage that no {@code _metadata} under any given
+ * root references, and their deletion. Safety: a deletion needs a fresh second scan that agrees,
+ * refuses while a checkpoint may be in progress or a {@code _metadata} cannot be read, re-checks
+ * each file (still a regular file, same size and mtime, old enough) right before deleting it, and
+ * logs each deletion to a file it creates.
+ */
+final class Orphans {
+    /** The smallest age {@code --older-than} may name without the unsafe override. */
+    static final Duration FLOOR = Duration.ofHours(1);
+    /** The directories of checkpoint storage: what a file must lie in to be taken for an orphan. */
+    private static final Pattern STORAGE = Pattern.compile("shared|taskowned|chk-\\d+|savepoint-.*");
+    /** A staged {@code _metadata} of this tool's commit protocol. */
+    private static final Pattern STAGED = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
+
+    private Orphans() {}
+
+    /** A scan's report and the attributes its orphans had. */
+    private static final class Scan {
+        OrphanReport report;
+        final Map<Path, CheckpointScan.FileInfo> orphans = new LinkedHashMap<>();
+        final List<Path> incompleteDirs = new ArrayList<>();
+    }
+
+    static OrphanReport report(List<Path> roots, List<Path> also, Duration olderThan) throws CheckpointSurgeonException {
+        return scan(roots, also, olderThan, System.currentTimeMillis()).report;
+    }
+
+    private static Scan scan(List<Path> roots, List<Path> also, Duration olderThan, long scanStart)
+            throws CheckpointSurgeonException {
+        long now = System.currentTimeMillis();
+        long ageLimit = now - olderThan.toMillis();
+        CheckpointScan s = CheckpointScan.walk(roots);
+        List<CheckpointScan.Metadata> metadata = new ArrayList<>(s.metadata);
+        List<String> alsoNames = new ArrayList<>();
+        if (!also.isEmpty()) {
+            CheckpointScan a = CheckpointScan.walk(also);
+            metadata.addAll(a.metadata);
+            for (Path r : a.roots) alsoNames.add(r.toString());
+        }
+        List<String> blockers = new ArrayList<>();
+        Map<Path, String> referencedBy = new HashMap<>();
+        Map<Path, Path> realDirs = new HashMap<>();
+        for (CheckpointScan.Metadata m : metadata) {
+            if (m.file == null) {
+                blockers.add(m.metadata() + " is " + m.notRegular + ": the files it references are not known");
+                continue;
+            }
+            if (m.file.mtime > scanStart) {
+                blockers.add(m.metadata() + " was written after the scan started: a checkpoint completed meanwhile");
+            }
+            try {
+                for (CheckpointScan.Ref r : CheckpointScan.references(m, realDirs)) {
+                    if (r.local != null) referencedBy.putIfAbsent(r.local, m.dir.toString());
+                }
+            } catch (CheckpointSurgeonException e) {
+                blockers.add(m.metadata() + " cannot be read, so the files it references are not known: " + e.getMessage());
+            }
+        }
+        Scan out = new Scan();
+        List<OrphanReport.Entry> orphans = new ArrayList<>();
+        List<OrphanReport.Entry> young = new ArrayList<>();
+        List<OrphanReport.Entry> kept = new ArrayList<>();
+        long bytes = 0;
+        for (Map.Entry<Path, CheckpointScan.FileInfo> e : s.files.entrySet()) {
+            Path f = e.getKey();
+            CheckpointScan.FileInfo info = e.getValue();
+            String name = f.getFileName().toString();
+            if (name.equals("_metadata")) continue;
+            String by = referencedBy.get(f);
+            if (by != null) {
+                kept.add(new OrphanReport.Entry(f.toString(), info.size, info.mtime, null, by));
+                continue;
+            }
+            OrphanReport.Kind kind;
+            Path chk = CheckpointScan.chkDirOf(f, s.roots);
+            if (STAGED.matcher(name).matches()) {
+                kind = OrphanReport.Kind.LEFTOVER;
+            } else if (chk != null && s.incomplete.containsKey(chk)) {
+                kind = OrphanReport.Kind.INCOMPLETE_CHECKPOINT;
+            } else if (inStorage(f, s.roots)) {
+                kind = OrphanReport.Kind.UNREFERENCED;
+            } else {
+                continue; // not checkpoint storage: never taken for an orphan
+            }
+            OrphanReport.Entry entry = new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null);
+            if (info.mtime > ageLimit) {
+                young.add(entry);
+            } else {
+                orphans.add(entry);
+                out.orphans.put(f, info);
+                bytes += info.size;
+            }
+        }
+        for (Map.Entry<Path, Long> e : s.incomplete.entrySet()) {
+            if (e.getValue() > ageLimit) {
+                blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
+                        + " %s: a checkpoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
+            } else {
+                out.incompleteDirs.add(e.getKey());
+            }
+        }
+        List<String> skipped = new ArrayList<>();
+        for (Map.Entry<Path, String> e : s.skipped.entrySet()) skipped.add(e.getKey() + " (" + e.getValue() + ")");
+        List<String> rootNames = new ArrayList<>();
+        for (Path r : s.roots) rootNames.add(r.toString());
+        out.report = new OrphanReport(rootNames, alsoNames, metadata.size(), s.files.size(), s.directories, orphans,
+                bytes, young, kept, skipped, blockers, List.of(), null);
+        return out;
+    }
+
+    /** Whether a file lies in a directory of checkpoint storage (its root counted) below its root. */
+    private static boolean inStorage(Path f, List<Path> roots) {
+        for (Path p = f.getParent(); p != null; p = p.getParent()) {
+            Path name = p.getFileName();
+            if (name != null && STORAGE.matcher(name.toString()).matches()) return true;
+            if (roots.contains(p)) return false;
+        }
+        return false;
+    }
+
+    static OrphanReport delete(List<Path> roots, List<Path> also, Duration olderThan, Path log, boolean belowFloor)
+            throws CheckpointSurgeonException {
+        if (olderThan.compareTo(FLOOR) < 0 && !belowFloor) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "deleting needs an age"
+                    + " of at least " + age(FLOOR.toMillis()) + " (--older-than " + age(olderThan.toMillis())
+                    + "): a younger file may belong to a checkpoint in progress");
+        }
+        long scanStart = System.currentTimeMillis();
+        Scan first = scan(roots, also, olderThan, scanStart);
+        refuseIfBlocked(first.report);
+        if (first.orphans.isEmpty() && first.incompleteDirs.isEmpty()) return first.report;
+        // Fresh references right before deleting: a checkpoint that completed since the first scan
+        // blocks, and only what both scans found unreferenced is deleted.
+        Scan second = scan(roots, also, olderThan, scanStart);
+        refuseIfBlocked(second.report);
+        long ageLimit = System.currentTimeMillis() - olderThan.toMillis();
+        List<OrphanReport.Entry> deleted = new ArrayList<>();
+        try (FileChannel ch = FileChannel.open(log, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+             BufferedWriter w = new BufferedWriter(new OutputStreamWriter(java.nio.channels.Channels.newOutputStream(ch),
+                     StandardCharsets.UTF_8))) {
+            w.write("# checkpoint-surgeon orphans --delete, " + Instant.now() + ", older than " + age(olderThan.toMillis())
+                    + ", roots " + second.report.roots() + ", also referenced by " + second.report.alsoReferencedBy()
+                    + "\n# action\tsize\tmtime\tpath\n");
+            w.flush();
+            for (OrphanReport.Entry e : second.report.orphans()) {
+                Path p = Path.of(e.path());
+                CheckpointScan.FileInfo before = first.orphans.get(p);
+                if (before == null || before.size != e.size() || before.mtime != e.mtime()) continue;
+                BasicFileAttributes a;
+                try {
+                    a = Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                } catch (NoSuchFileException gone) {
+                    continue;
+                }
+                long mtime = a.lastModifiedTime().toMillis();
+                if (!a.isRegularFile() || a.size() != e.size() || mtime != e.mtime() || mtime > ageLimit) {
+                    line(w, "kept-changed", a.size(), mtime, p);
+                    continue;
+                }
+                try {
+                    Files.delete(p);
+                } catch (NoSuchFileException gone) {
+                    continue;
+                }
+                line(w, "deleted", e.size(), mtime, p);
+                deleted.add(e);
+                CheckpointSurgeon.progressListener().message("deleted " + p);
+            }
+            for (Path dir : second.incompleteDirs) {
+                if (first.incompleteDirs.contains(dir)) removeEmptyTree(dir, w);
+            }
+            w.flush();
+            ch.force(true);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "the deletion log " + log
+                    + " exists: give a new file (it is never overwritten)", e);
+        } catch (IOException e) {
+            throw CheckpointScan.io("deleting orphans (log " + log + ")", e);
+        }
+        OrphanReport r = second.report;
+        return new OrphanReport(r.roots(), r.alsoReferencedBy(), r.checkpoints(), r.filesScanned(), r.directoriesScanned(),
+                r.orphans(), r.orphanBytes(), r.young(), r.kept(), r.skipped(), r.deleteBlockers(), deleted, log.toString());
+    }
+
+    /** Deletes the empty directories of an aborted {@code chk-*} (itself last); a directory with anything in it stays. */
+    private static void removeEmptyTree(Path dir, BufferedWriter w) throws IOException {
+        List<Path> dirs = new ArrayList<>();
+        try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+            s.filter(p -> Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)).forEach(dirs::add);
+        }
+        dirs.sort(Comparator.comparingInt(Path::getNameCount).reversed());
+        for (Path d : dirs) {
+            long mtime = Files.getLastModifiedTime(d, LinkOption.NOFOLLOW_LINKS).toMillis();
+            try {
+                Files.delete(d);
+                line(w, "deleted-dir", 0, mtime, d);
+            } catch (java.nio.file.DirectoryNotEmptyException stays) {
+                // something appeared or was kept in it
+            }
+        }
+    }
+
+    private static void refuseIfBlocked(OrphanReport r) throws CheckpointSurgeonException {
+        if (r.deleteBlockers().isEmpty()) return;
+        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "nothing deleted: "
+                + String.join("; ", r.deleteBlockers()));
+    }
+
+    private static void line(BufferedWriter w, String action, long size, long mtime, Path p) throws IOException {
+        w.write(action + "\t" + size + "\t" + Instant.ofEpochMilli(mtime) + "\t" + escape(p.toString()) + "\n");
+        w.flush();
+    }
+
+    /** A path on one log line: control characters and backslashes escaped. */
+    private static String escape(String s) {
+        StringBuilder sb = new StringBuilder(s.length());
+        for (char c : s.toCharArray()) {
+            if (c == '\\') sb.append("\\\\");
+            else if (c < 0x20 || c == 0x7f) sb.append(String.format(Locale.ROOT, "\\x%02x", (int) c));
+            else sb.append(c);
+        }
+        return sb.toString();
+    }
+
+    /** A duration as people write it: 90s, 15m, 2h, 3d. */
+    static String age(long ms) {
+        long s = ms / 1000;
+        if (s % 86400 == 0 && s > 0) return s / 86400 + "d";
+        if (s % 3600 == 0 && s > 0) return s / 3600 + "h";
+        if (s % 60 == 0 && s > 0) return s / 60 + "m";
+        return s + "s";
+    }
+}

@@ -1,0 +1,198 @@
+package io.checkpointsurgeon;
+
+import io.checkpointsurgeon.flink.FlinkFileSystems;
+import io.checkpointsurgeon.flink.FlinkJudge;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code recover}: examines the checkpoints and savepoints under local roots, newest first, until
+ * one restores: {@code _metadata} a regular file that parses, no error finding of the doctor (which
+ * includes Flink's own loader when Flink is on the class path, and inline state that reads), and
+ * every referenced file present with at least the size its handle records (stat only).
+ */
+final class Recovery {
+    /**
+     * The doctor's findings that make a restore fail. Not the others: a stale or growing union
+     * state restores (and grows), a serializer class missing here may be in the job's jar.
+     */
+    private static final java.util.Set<String> RESTORE_FAILS = java.util.Set.of("FLINK_REJECTS_METADATA",
+            "STATE_STREAM_UNREADABLE", "METADATA_SIZE", "DEPLOYMENT_SIZE");
+
+    /** Reasons listed per checkpoint; the rest are counted. */
+    private static final int MAX_REASONS = 20;
+
+    private Recovery() {}
+
+    /** {@code pointers}: HA pointer (as named in the report) to the checkpoint path it names, with its id. */
+    static RecoverReport run(List<Path> roots, Map<String, Map.Entry<Long, String>> pointers)
+            throws CheckpointSurgeonException {
+        CheckpointScan scan = CheckpointScan.walk(roots);
+        Map<Path, Path> realDirs = new HashMap<>();
+        List<RecoverReport.Candidate> out = new ArrayList<>();
+        Map<Path, RecoverReport.Candidate> byDir = new LinkedHashMap<>();
+        RecoverReport.Candidate best = null;
+        int i = 0;
+        for (CheckpointScan.Metadata m : scan.metadata) {
+            i++;
+            RecoverReport.Candidate c;
+            if (best == null) {
+                CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "[%d/%d] %s", i,
+                        scan.metadata.size(), m.dir));
+                c = examine(m, realDirs);
+                if (c.verdict() == RecoverReport.Verdict.RESTORABLE) best = c;
+            } else {
+                c = new RecoverReport.Candidate(uri(m.dir), m.id, RecoverReport.Verdict.NOT_EXAMINED, 0, 0, 0, List.of());
+            }
+            out.add(c);
+            byDir.put(m.dir, c);
+        }
+        List<RecoverReport.HaPointer> broken = new ArrayList<>();
+        for (Map.Entry<String, Map.Entry<Long, String>> p : pointers.entrySet()) {
+            String target = p.getValue().getValue();
+            long id = p.getValue().getKey();
+            String problem = haProblem(target, scan, byDir, realDirs);
+            if (problem == null) continue;
+            String repair = "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
+                    + " JobManager, then take the pointer away (move the completedCheckpoint file out of the HA"
+                    + " directory and drop the ConfigMap key or ZooKeeper node that names it; `checkpoint-surgeon ha"
+                    + " list HA_DIR` shows them)" + (best == null ? "" : " and start the job with -s " + best.path());
+            broken.add(new RecoverReport.HaPointer(p.getKey(), id, target, problem, repair));
+        }
+        List<String> rootNames = new ArrayList<>();
+        for (Path r : scan.roots) rootNames.add(r.toString());
+        return new RecoverReport(rootNames, out, best == null ? null : best.path(),
+                best == null ? null : "execution.savepoint.path: " + best.path(),
+                best == null ? null : "flink run -s " + best.path() + " <job jar> <args>", broken);
+    }
+
+    /** Why the checkpoint an HA pointer names does not restore, or null when it does. */
+    private static String haProblem(String target, CheckpointScan scan, Map<Path, RecoverReport.Candidate> byDir,
+                                    Map<Path, Path> realDirs) throws CheckpointSurgeonException {
+        if (target == null) return "the pointer could not be read";
+        if (FlinkFileSystems.isRemote(target)) return null; // not under the local roots
+        Path dir = CheckpointScan.real(FlinkFileSystems.localPath(target).toAbsolutePath().normalize(), realDirs);
+        if (Files.isRegularFile(dir) && dir.getFileName().toString().equals("_metadata")) dir = dir.getParent();
+        RecoverReport.Candidate c = byDir.get(dir);
+        if (c == null) {
+            return Files.exists(dir) ? "the checkpoint " + dir + " has no _metadata" : "the checkpoint " + dir
+                    + " does not exist";
+        }
+        if (c.verdict() == RecoverReport.Verdict.NOT_EXAMINED) {
+            for (CheckpointScan.Metadata m : scan.metadata) {
+                if (m.dir.equals(dir)) c = examine(m, realDirs);
+            }
+        }
+        return c.verdict() == RecoverReport.Verdict.RESTORABLE ? null
+                : c.reasons().isEmpty() ? "it does not restore" : c.reasons().get(0).toString();
+    }
+
+    private static RecoverReport.Candidate examine(CheckpointScan.Metadata m, Map<Path, Path> realDirs) {
+        List<RecoverReport.Reason> reasons = new ArrayList<>();
+        String metadata = m.metadata().toString();
+        int files = 0;
+        int unchecked = 0;
+        long bytes = 0;
+        if (m.file == null) {
+            reasons.add(new RecoverReport.Reason(metadata, "is " + m.notRegular + ", expected a regular file"));
+        } else if (m.file.size == 0) {
+            reasons.add(new RecoverReport.Reason(metadata, "is empty, expected Flink's checkpoint metadata"));
+        } else {
+            try {
+                InspectReport r = CheckpointSurgeon.inspect(m.metadata());
+                for (CheckpointSurgeon.Finding f : Doctor.examine(r, m.metadata())) {
+                    if (f.severity() == CheckpointSurgeon.Finding.Severity.ERROR && RESTORE_FAILS.contains(f.code())) {
+                        reasons.add(new RecoverReport.Reason(metadata, f.code() + ": " + f.message()));
+                    }
+                }
+                int more = 0;
+                for (CheckpointScan.Ref ref : CheckpointScan.references(m, realDirs)) {
+                    files++;
+                    bytes += ref.file.size();
+                    String problem;
+                    if (ref.local != null) {
+                        problem = localProblem(ref);
+                    } else if (FlinkJudge.flinkAvailable()) {
+                        problem = remoteProblem(ref);
+                    } else {
+                        unchecked++;
+                        continue;
+                    }
+                    if (problem == null) continue;
+                    if (reasons.size() < MAX_REASONS) {
+                        reasons.add(new RecoverReport.Reason(ref.local != null ? ref.local.toString() : ref.name, problem));
+                    } else {
+                        more++;
+                    }
+                }
+                if (more > 0) reasons.add(new RecoverReport.Reason(m.dir.toString(), more + " more referenced files missing or short"));
+            } catch (CheckpointSurgeonException e) {
+                String msg = String.valueOf(e.getMessage());
+                reasons.add(new RecoverReport.Reason(metadata, msg.startsWith(metadata + ": ")
+                        ? msg.substring(metadata.length() + 2) : msg));
+            }
+        }
+        return new RecoverReport.Candidate(uri(m.dir), m.id, reasons.isEmpty() ? RecoverReport.Verdict.RESTORABLE
+                : RecoverReport.Verdict.BROKEN, files, bytes, unchecked, reasons);
+    }
+
+    private static String localProblem(CheckpointScan.Ref ref) {
+        try {
+            BasicFileAttributes a = Files.readAttributes(ref.local, BasicFileAttributes.class);
+            if (!a.isRegularFile()) return "is " + CheckpointScan.kind(ref.local) + ", expected a regular file of "
+                    + ref.minimumSize() + " bytes";
+            return a.size() < ref.minimumSize() ? shortBy(a.size(), ref) : null;
+        } catch (NoSuchFileException e) {
+            return missing(ref);
+        } catch (IOException e) {
+            return "cannot be read: " + e;
+        }
+    }
+
+    private static String remoteProblem(CheckpointScan.Ref ref) {
+        try {
+            if (!FlinkFileSystems.exists(ref.name)) return missing(ref);
+            long size = FlinkFileSystems.length(ref.name);
+            return size < ref.minimumSize() ? shortBy(size, ref) : null;
+        } catch (FileNotFoundException e) {
+            return missing(ref);
+        } catch (IOException e) {
+            return "cannot be asked for: " + e;
+        }
+    }
+
+    private static String missing(CheckpointScan.Ref ref) {
+        return "missing; _metadata references " + what(ref);
+    }
+
+    private static String shortBy(long size, CheckpointScan.Ref ref) {
+        return "has " + size + " bytes; _metadata references " + what(ref);
+    }
+
+    private static String what(CheckpointScan.Ref ref) {
+        switch (ref.file.kind()) {
+            case SEGMENT:
+                return "the segment of " + ref.file.size() + " bytes at offset " + ref.file.start();
+            case RELATIVE:
+            case FILE:
+            default:
+                return ref.file.size() + " bytes";
+        }
+    }
+
+    /** The directory as Flink takes it in {@code -s} and {@code execution.savepoint.path}. */
+    static String uri(Path dir) {
+        String u = dir.toAbsolutePath().toUri().toString();
+        return u.endsWith("/") ? u.substring(0, u.length() - 1) : u;
+    }
+}

@@ -1,0 +1,174 @@
+package io.checkpointsurgeon;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
+
+/**
+ * {@code orphans} and {@code recover} on hostile directories: 100,000 empty directories, symbolic
+ * link loops and links out of the root, a FIFO named {@code _metadata}, a deletion log that
+ * exists. Clear errors, no hang, nothing deleted that should not be. The checkpoint here is a
+ * fixture real Flink wrote (relative state files only, so it is self-contained).
+ */
+public class OrphansHostileTest {
+    @Rule
+    public TemporaryFolder tmp = new TemporaryFolder();
+
+    /** base/job/chk-7 (a copy of a real checkpoint) and base/job/shared/orphan, an hour old. */
+    private Path job() throws Exception {
+        return job(tmp.getRoot().toPath());
+    }
+
+    private Path job(Path root) throws Exception {
+        Path job = root.toRealPath().resolve("base").resolve("job");
+        Path chk = Files.createDirectories(job.resolve("chk-7"));
+        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
+            for (Path f : s.collect(Collectors.toList())) Files.copy(f, chk.resolve(f.getFileName()));
+        }
+        Path orphan = Files.createDirectories(job.resolve("shared")).resolve("orphan");
+        Files.write(orphan, new byte[123]);
+        old(orphan);
+        return job;
+    }
+
+    private static void old(Path p) throws Exception {
+        Files.setLastModifiedTime(p, FileTime.fromMillis(System.currentTimeMillis() - 2 * 3600_000L));
+    }
+
+    private static void mkfifo(Path p) throws Exception {
+        assertEquals(0, new ProcessBuilder("mkfifo", p.toString()).inheritIO().start().waitFor());
+    }
+
+    @Test(timeout = 300_000)
+    public void aHundredThousandEmptyDirectoriesAreWalkedAndNothingIsDeleted() throws Exception {
+        // in memory where there is a tmpfs: 100,000 mkdirs on a shared CI disk take longer than the walks
+        Path shm = Path.of("/dev/shm");
+        Path root = Files.isDirectory(shm) && Files.isWritable(shm) ? Files.createTempDirectory(shm, "orphans-test")
+                : tmp.newFolder().toPath();
+        try {
+            hundredThousandEmptyDirectories(root);
+        } finally {
+            try (var s = Files.walk(root)) {
+                for (Path p : s.sorted(java.util.Comparator.reverseOrder()).collect(Collectors.toList())) Files.delete(p);
+            }
+        }
+    }
+
+    private void hundredThousandEmptyDirectories(Path root) throws Exception {
+        Path job = job(root);
+        Files.delete(job.resolve("shared").resolve("orphan"));
+        Path many = Files.createDirectories(job.resolve("shared").resolve("many"));
+        for (int i = 0; i < 100_000; i++) Files.createDirectory(many.resolve(Integer.toString(i)));
+        OrphanReport r = CheckpointSurgeon.orphans(List.of(job.getParent()), List.of(), Duration.ZERO);
+        assertTrue(r.directoriesScanned() > 100_000);
+        assertEquals(List.of(), r.orphans());
+        Path log = root.resolve("log");
+        OrphanReport d = CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1), log);
+        assertEquals(List.of(), d.deleted());
+        assertFalse("nothing to delete, no log", Files.exists(log));
+        assertTrue("empty directories are not checkpoint files", Files.isDirectory(many.resolve("99999")));
+        assertTrue(Files.exists(job.resolve("chk-7").resolve("_metadata")));
+    }
+
+    @Test(timeout = 60_000)
+    public void symbolicLinksAreNeverFollowedNorDeleted() throws Exception {
+        Path job = job();
+        Path outside = Files.createDirectories(tmp.getRoot().toPath().resolve("outside"));
+        Path precious = Files.write(outside.resolve("precious"), new byte[10]);
+        old(precious);
+        Files.createSymbolicLink(job.resolve("shared").resolve("loop"), job);
+        Files.createSymbolicLink(job.resolve("shared").resolve("out"), outside);
+        Files.createSymbolicLink(job.resolve("shared").resolve("file-link"), precious);
+        OrphanReport r = CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1),
+                tmp.getRoot().toPath().resolve("log"));
+        assertEquals(List.of(job.resolve("shared").resolve("orphan").toString()),
+                r.deleted().stream().map(OrphanReport.Entry::path).collect(Collectors.toList()));
+        assertEquals(3, r.skipped().size());
+        assertTrue(Files.exists(precious));
+        assertTrue(Files.isSymbolicLink(job.resolve("shared").resolve("file-link")));
+
+        Path self = Files.createSymbolicLink(tmp.getRoot().toPath().resolve("self"), tmp.getRoot().toPath().resolve("self"));
+        try {
+            CheckpointSurgeon.orphans(List.of(self), List.of(), Duration.ZERO);
+            fail("a root that is a link loop");
+        } catch (CheckpointSurgeonException e) {
+            assertEquals(CheckpointSurgeonException.Code.IO, e.code());
+            assertTrue(e.getMessage(), e.getMessage().contains(self.toString()) && e.getMessage().contains("symbolic links"));
+        }
+    }
+
+    @Test(timeout = 60_000)
+    public void aFifoMetadataIsNamedAndBlocksDeletion() throws Exception {
+        Path job = job();
+        Path chk8 = Files.createDirectories(job.resolve("chk-8"));
+        mkfifo(chk8.resolve("_metadata"));
+        RecoverReport r = CheckpointSurgeon.recover(List.of(job.getParent()), java.util.Map.of());
+        assertEquals(RecoverReport.Verdict.BROKEN, r.candidates().get(0).verdict());
+        assertTrue(r.candidates().get(0).reasons().toString(),
+                r.candidates().get(0).reasons().get(0).problem().contains("is a FIFO, expected a regular file"));
+        assertTrue(r.newestRestorable(), r.newestRestorable().endsWith("/chk-7"));
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1),
+                    tmp.getRoot().toPath().resolve("log"));
+            fail("a _metadata whose references are unknown");
+        } catch (CheckpointSurgeonException e) {
+            assertEquals(CheckpointSurgeonException.Code.VALIDATION, e.code());
+            assertTrue(e.getMessage(), e.getMessage().contains("is a FIFO"));
+        }
+        assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
+        assertFalse(Files.exists(tmp.getRoot().toPath().resolve("log")));
+    }
+
+    @Test
+    public void deletionNeedsAnHourAndANewLogAndSparesAYoungCheckpointInProgress() throws Exception {
+        Path job = job();
+        Path log = Files.write(tmp.getRoot().toPath().resolve("log"), new byte[0]);
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(job), List.of(), Duration.ofMinutes(59), tmp.getRoot().toPath().resolve("l2"));
+            fail("below the floor");
+        } catch (CheckpointSurgeonException e) {
+            assertEquals(CheckpointSurgeonException.Code.INVALID_ARGUMENT, e.code());
+        }
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(job), List.of(), Duration.ofHours(1), log);
+            fail("an existing log");
+        } catch (CheckpointSurgeonException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("exists"));
+        }
+        assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
+        // a chk-* without _metadata that changed just now: a checkpoint being written
+        Files.write(Files.createDirectories(job.resolve("chk-9")).resolve("op-state"), new byte[5]);
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(job), List.of(), Duration.ofHours(1), tmp.getRoot().toPath().resolve("l3"));
+            fail("a checkpoint in progress");
+        } catch (CheckpointSurgeonException e) {
+            assertEquals(CheckpointSurgeonException.Code.VALIDATION, e.code());
+            assertTrue(e.getMessage(), e.getMessage().contains("chk-9 has no _metadata"));
+        }
+        assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
+        assertTrue(Files.exists(job.resolve("chk-9").resolve("op-state")));
+    }
+
+    @Test
+    public void doctorCountsTheOrphansOlderThanAnHourOfTheJobDirectory() throws Exception {
+        Path job = job();
+        Files.write(job.resolve("shared").resolve("young"), new byte[7]);
+        List<CheckpointSurgeon.Finding> found = CheckpointSurgeon.doctor(job.resolve("chk-7"));
+        List<CheckpointSurgeon.Finding> orphans = found.stream().filter(f -> f.code().equals("ORPHAN_FILES"))
+                .collect(Collectors.toList());
+        assertEquals(found.toString(), 1, orphans.size());
+        assertTrue(orphans.get(0).message(), orphans.get(0).message().startsWith("1 file(s) older than an hour, 123 B,"));
+        assertEquals(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, orphans.get(0).fix().action());
+    }
+}

@@ -1,0 +1,71 @@
+package io.checkpointsurgeon.ha;
+
+import static org.junit.Assert.assertNotEquals;
+import static org.junit.Assert.assertTrue;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.flink.StateFile;
+import io.checkpointsurgeon.testing.CliProcess;
+import io.checkpointsurgeon.testing.ZooKeeperServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.Map;
+import org.apache.flink.api.common.JobID;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
+
+/**
+ * {@code recover --ha-dir} on a real ZooKeeper-HA cluster that crashed: the checkpoint its newest
+ * completedCheckpoint file points to lost a state file, and recover names that HA pointer (Flink
+ * would recover from it before any {@code execution.savepoint.path}) and how to take it away.
+ */
+public class ZooKeeperHaRecoverTest {
+    @Rule
+    public TemporaryFolder tmp = new TemporaryFolder();
+
+    private ZooKeeperServer zk;
+    private HaCluster cluster;
+
+    @Before
+    public void setUp() throws Exception {
+        HaJobs.resetAll();
+        zk = ZooKeeperServer.start(tmp.newFolder("zk").toPath());
+        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.connectString());
+    }
+
+    @After
+    public void tearDown() throws Exception {
+        try {
+            if (cluster != null) cluster.close();
+        } finally {
+            if (zk != null) zk.close();
+        }
+    }
+
+    @Test
+    public void recoverNamesTheHaPointerToABrokenCheckpoint() throws Exception {
+        JobID job = cluster.startV2FromV1();
+        cluster.recoverAndCheckpoint(job, "recovery 1");
+        Map<Long, Path> ha = cluster.haFilesById(job);
+        long newest = Collections.max(ha.keySet());
+        Path chk = cluster.checkpointDir(job, newest);
+        StateFile lost = CheckpointSurgeon.references(chk).stream().filter(f -> f.kind() == StateFile.Kind.RELATIVE)
+                .findFirst().orElseThrow();
+        Files.delete(chk.resolve(lost.path()));
+
+        CliProcess.Result r = CliProcess.withFlink("recover", cluster.checkpoints.toString(), "--ha-dir",
+                cluster.haClusterDir().toString()).run();
+        System.out.println(r.output);
+        assertNotEquals(r.output, 0, r.exitCode);
+        assertTrue(r.output, r.output.contains("BROKEN     " + chk.toRealPath().toUri().toString().replaceAll("/$", "")));
+        assertTrue(r.output, r.output.contains("HA pointer " + ha.get(newest) + " names checkpoint " + newest));
+        assertTrue(r.output, r.output.contains(lost.path() + ": missing"));
+        // the union state this job grows is a doctor's error, but no reason a restore fails
+        assertTrue(r.output, !r.output.contains("STALE_UNION_STATE") && r.output.contains("RESTORES   "));
+        assertTrue(r.output, r.output.contains("move the completedCheckpoint file out of the HA directory"));
+    }
+}
