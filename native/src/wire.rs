@@ -27,6 +27,7 @@ use crate::report::inspect::{
     HandleReport, KafkaEnumReport, OperatorReport, Report, StateReport, SubtaskReport,
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
+use crate::surgery::keyed::KeyedOperation;
 use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
@@ -296,6 +297,10 @@ const DEDUPE_UNION: u8 = 3;
 const RENAME_OPERATOR: u8 = 4;
 const RELOCATE: u8 = 5;
 const KAFKA: u8 = 6;
+/// A keyed-state surgery: the selector, then 0 and the state (remove-keyed-state) or 1, the old
+/// and the new name (rename-keyed-state). The Java twin does not send it yet (issue 28's Java
+/// phase); `Request::threads` does not cross yet either (the stage uses one thread per core).
+const KEYED: u8 = 7;
 
 fn enc_opt_i32(e: &mut Enc, v: Option<i32>) {
     e.bool(v.is_some());
@@ -456,6 +461,21 @@ impl Request {
                 enc_selector(e, operators);
                 enc_kafka(e, op);
             }
+            Operation::Keyed { operators, op } => {
+                e.u8(KEYED);
+                enc_selector(e, operators);
+                match op {
+                    KeyedOperation::RemoveState { state } => {
+                        e.u8(0);
+                        e.jstr(state);
+                    }
+                    KeyedOperation::RenameState { from, to } => {
+                        e.u8(1);
+                        e.jstr(from);
+                        e.jstr(to);
+                    }
+                }
+            }
         });
         e.finish()
     }
@@ -499,7 +519,18 @@ impl Request {
                     operators: dec_selector(d)?,
                     op: dec_kafka(d)?,
                 },
-                t => return d.tag_err("operation tag 1 to 6", t),
+                KEYED => Operation::Keyed {
+                    operators: dec_selector(d)?,
+                    op: match d.u8()? {
+                        0 => KeyedOperation::RemoveState { state: d.jstr()? },
+                        1 => KeyedOperation::RenameState {
+                            from: d.jstr()?,
+                            to: d.jstr()?,
+                        },
+                        t => return d.tag_err("keyed operation tag 0 (remove) or 1 (rename)", t),
+                    },
+                },
+                t => return d.tag_err("operation tag 1 to 7", t),
             })
         })?;
         d.end()?;
@@ -512,6 +543,7 @@ impl Request {
             operations,
             depth,
             reference_unchanged,
+            threads: None,
         })
     }
 }

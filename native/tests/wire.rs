@@ -7,6 +7,7 @@ use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::commit::{self, Checkpoint};
 use checkpoint_surgeon::report::{files, inspect};
 use checkpoint_surgeon::surgery::kafka::{KafkaOperation, NewOffset};
+use checkpoint_surgeon::surgery::keyed::KeyedOperation;
 use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Operation, Request, Selector};
 use checkpoint_surgeon::wire::{self, PlanSummary, Source};
 use checkpoint_surgeon::Code;
@@ -84,6 +85,20 @@ fn requests_round_trip_with_any_name() {
         to: "file:/new/😀".into(),
         outside: true,
     });
+    for op in [
+        KeyedOperation::RemoveState {
+            state: JStr::new("a\u{0}😀"),
+        },
+        KeyedOperation::RenameState {
+            from: JStr::new("_timer_state/event_t"),
+            to: JStr::new("_timer_state/event_\t"),
+        },
+    ] {
+        ops.push(Operation::Keyed {
+            operators: Selector::Name("keyed\n".into()),
+            op,
+        });
+    }
     for (depth, reference_unchanged) in [
         (Depth::Purge, None),
         (Depth::MetadataOnly, Some("s3://old/chk-1\n".to_string())),
@@ -92,6 +107,8 @@ fn requests_round_trip_with_any_name() {
             operations: ops.clone(),
             depth,
             reference_unchanged,
+            // not on the wire yet: the stage takes one thread per core
+            threads: None,
         };
         let bytes = req.encode();
         assert_eq!(Request::decode(Bytes::from(bytes.clone())).unwrap(), req);

@@ -3,12 +3,16 @@
 //! lists of slices of the old ones, so nothing large is copied until `commit::stage` writes them.
 //!
 //! One module per operation family: [`remove`] (remove-state, remove-operator, dedupe-union),
-//! [`rename`] (rename-operator), [`relocate`] (absolute paths); [`cut`] cuts bytes out of operator-state streams. Keyed,
-//! channel, coordinator and master state are never rewritten: their bytes pass through.
-//! Nothing here touches a file or the JVM: streams are read through [`StreamSource`].
+//! [`rename`] (rename-operator), [`relocate`] (absolute paths), [`kafka`] (the Kafka source's
+//! states), [`keyed`] (remove-keyed-state, rename-keyed-state); [`cut`] cuts bytes out of
+//! operator-state streams. Channel, coordinator and master state are never rewritten, nor keyed
+//! state but by [`keyed`]: their bytes pass through.
+//! Nothing here touches a file or the JVM: streams are read through [`StreamSource`]; the big
+//! keyed streams are rewritten when `commit::stage` writes them ([`NewStream::keyed`]).
 
 pub mod cut;
 pub mod kafka;
+pub mod keyed;
 pub mod relocate;
 pub mod remove;
 pub mod rename;
@@ -119,6 +123,12 @@ pub enum Operation {
         operators: Selector,
         op: kafka::KafkaOperation,
     },
+    /// A keyed-state surgery (remove-keyed-state, rename-keyed-state); only with other keyed
+    /// operations in its request.
+    Keyed {
+        operators: Selector,
+        op: keyed::KeyedOperation,
+    },
 }
 
 impl Operation {
@@ -134,6 +144,7 @@ impl Operation {
             Operation::RenameOperator { operator, .. } => operator.describe(),
             Operation::Relocate { from, .. } => format!("relocate from '{from}'"),
             Operation::Kafka { operators, op } => op.describe(operators),
+            Operation::Keyed { operators, op } => op.describe(operators),
         }
     }
 }
@@ -155,6 +166,8 @@ pub struct Request {
     /// `--reference-unchanged`: the source checkpoint's directory (a URI or absolute path);
     /// unchanged relative files are then referenced there instead of placed into the output.
     pub reference_unchanged: Option<String>,
+    /// How many keyed streams `commit::stage` rewrites at once (`--threads`); None: one per core.
+    pub threads: Option<usize>,
 }
 
 impl Request {
@@ -164,6 +177,7 @@ impl Request {
             operations,
             depth: Depth::Purge,
             reference_unchanged: None,
+            threads: None,
         }
     }
 
@@ -211,6 +225,34 @@ impl Request {
         Request::new(vec![Operation::Kafka { operators, op }])
     }
 
+    /// Remove the keyed state `state` from the selected operators: its meta info entry and its data,
+    /// in every kind of keyed handle but changelog ones (refused).
+    pub fn remove_keyed_state(operators: Selector, state: &str) -> Request {
+        Request::new(vec![Operation::Keyed {
+            operators,
+            op: keyed::KeyedOperation::RemoveState {
+                state: JStr::new(state),
+            },
+        }])
+    }
+
+    /// Rename the keyed state `from` of the selected operators to `to`.
+    pub fn rename_keyed_state(operators: Selector, from: &str, to: &str) -> Request {
+        Request::new(vec![Operation::Keyed {
+            operators,
+            op: keyed::KeyedOperation::RenameState {
+                from: JStr::new(from),
+                to: JStr::new(to),
+            },
+        }])
+    }
+
+    /// How many keyed streams the stage rewrites at once (at least one).
+    pub fn with_threads(mut self, threads: usize) -> Request {
+        self.threads = Some(threads.max(1));
+        self
+    }
+
     /// Reference the unchanged relative files in `source_dir` instead of placing them.
     pub fn with_reference_unchanged(mut self, source_dir: &str) -> Request {
         self.reference_unchanged = Some(source_dir.to_string());
@@ -255,7 +297,8 @@ impl Change {
     }
 }
 
-/// A new state stream: its bytes are the concatenation of `pieces`.
+/// A new state stream: its bytes are the concatenation of `pieces`, or (`keyed`) a keyed stream
+/// that `commit::stage` rewrites from the old one.
 #[derive(Clone, Debug)]
 pub struct NewStream {
     /// File name in the output directory (None: inline, the bytes go into `_metadata`).
@@ -263,7 +306,9 @@ pub struct NewStream {
     /// What it replaces (the old handle's location).
     pub replaces: String,
     pub pieces: Vec<Bytes>,
+    /// Its length; for a keyed rewrite an estimate until it is staged.
     pub len: u64,
+    pub keyed: Option<keyed::StreamRewrite>,
 }
 
 #[derive(Debug)]
@@ -274,6 +319,23 @@ pub struct Plan {
     pub depth: Depth,
     /// Every absolute path relocation rewrote: (old, new).
     pub relocated: Vec<(String, String)>,
+    /// The keyed handles a keyed surgery changes, with the bytes read and written for each.
+    pub keyed: Vec<keyed::KeyedHandleChange>,
+    /// How many keyed streams the stage rewrites at once.
+    pub threads: usize,
+}
+
+impl Plan {
+    /// Bytes the plan and its stage read of the checkpoint's keyed state.
+    pub fn keyed_bytes_read(&self) -> u64 {
+        self.keyed.iter().map(|k| k.bytes_read).sum()
+    }
+
+    /// Bytes written for keyed state: exact once staged (see `commit::Staged::keyed`), else an
+    /// estimate where a removal from a key-groups file is still to be written.
+    pub fn keyed_bytes_written(&self) -> u64 {
+        self.keyed.iter().map(|k| k.bytes_written).sum()
+    }
 }
 
 /// Computes the surgery. Fails if an operation selects nothing, so that a typo never passes
@@ -299,6 +361,51 @@ pub fn plan(
         return Err(Error::InvalidArgument(
             "a Kafka surgery goes alone in its request".into(),
         ));
+    }
+    let keyed_ops: Vec<(&Selector, &keyed::KeyedOperation)> = req
+        .operations
+        .iter()
+        .filter_map(|o| match o {
+            Operation::Keyed { operators, op } => Some((operators, op)),
+            _ => None,
+        })
+        .collect();
+    if !keyed_ops.is_empty() && keyed_ops.len() < req.operations.len() {
+        return Err(Error::InvalidArgument(
+            "a keyed-state surgery goes in a request of keyed-state surgeries only".into(),
+        ));
+    }
+    let threads = req
+        .threads
+        .unwrap_or_else(crate::commit::keyed::default_threads)
+        .max(1);
+    if !keyed_ops.is_empty() {
+        if req.depth == Depth::MetadataOnly {
+            return Err(Error::InvalidArgument(
+                "a keyed state cannot be removed from _metadata only: the keyed meta info in \
+                 the state files names it"
+                    .into(),
+            ));
+        }
+        let planned = keyed::plan(cp, &mut md, &keyed_ops, name_stream, &mut changes)?;
+        let new_streams = planned.streams;
+        if let Some(base) = &req.reference_unchanged {
+            let new_files: std::collections::HashSet<String> = new_streams
+                .iter()
+                .filter_map(|s| s.file_name.clone())
+                .collect();
+            let new_files = new_files.iter().map(String::as_str).collect();
+            relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
+        }
+        return Ok(Plan {
+            changes,
+            metadata: md,
+            new_streams,
+            depth: req.depth,
+            relocated,
+            keyed: planned.handles,
+            threads,
+        });
     }
     for op in &req.operations {
         let hit = match op {
@@ -337,6 +444,7 @@ pub fn plan(
                 &mut changes,
                 &mut kafka_streams,
             )?,
+            Operation::Keyed { .. } => unreachable!("keyed requests are planned above"),
         };
         if !hit {
             return Err(Error::NothingSelected(if nothing.is_empty() {
@@ -362,6 +470,8 @@ pub fn plan(
         new_streams,
         depth: req.depth,
         relocated,
+        keyed: Vec::new(),
+        threads,
     })
 }
 
@@ -401,6 +511,7 @@ pub fn replace_stream(
             replaces,
             pieces: Vec::new(),
             len,
+            keyed: None,
         };
         return Ok((handle, stream));
     }
@@ -422,6 +533,7 @@ pub fn replace_stream(
         replaces,
         pieces,
         len,
+        keyed: None,
     };
     Ok((handle, stream))
 }

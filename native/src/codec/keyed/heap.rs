@@ -195,7 +195,7 @@ pub fn count(
     Ok(out)
 }
 
-fn check_id(id: u16, n: usize, seen: &mut [bool], at: u64, kg: i32) -> Result<usize> {
+pub(crate) fn check_id(id: u16, n: usize, seen: &mut [bool], at: u64, kg: i32) -> Result<usize> {
     let s = id as usize;
     if s >= n || seen[s] {
         return Err(Error::format(
@@ -209,7 +209,7 @@ fn check_id(id: u16, n: usize, seen: &mut [bool], at: u64, kg: i32) -> Result<us
 }
 
 /// Walks `count` mappings of `layout` from `at`; where they end, or why they could not be walked.
-fn skip(
+pub(crate) fn skip(
     w: &mut Window,
     layout: &Layout,
     mut at: u64,
@@ -256,7 +256,12 @@ fn skip(
 
 /// One compressed part from `at` (its stream identifier) to the next identifier or `end`: the
 /// kvStateId and count from its first bytes, the raw bytes its chunks hold, and its end.
-fn compressed_part(w: &mut Window, at: u64, end: u64, kg: i32) -> Result<(u16, u64, u64, u64)> {
+pub(crate) fn compressed_part(
+    w: &mut Window,
+    at: u64,
+    end: u64,
+    kg: i32,
+) -> Result<(u16, u64, u64, u64)> {
     if w.exact(at, 10, "a snappy stream identifier")? != STREAM_IDENTIFIER {
         return Err(Error::format(
             at,
