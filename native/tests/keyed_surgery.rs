@@ -1208,3 +1208,118 @@ fn timers_are_kept_unless_named() {
         }
     }
 }
+
+/// A surgery for the judge: its name, the request, and the states it renames (old, new).
+type JudgeCase = (String, Request, Vec<(String, String)>);
+
+/// The files of a RocksDB handle under the names Flink gives them when it restores the handle
+/// into an instance directory (its keys' last parts), and its column families (the states of its
+/// meta info, in order).
+fn materialize(cp: &Checkpoint, h: &KeyedHandle, dir: &Path) -> Vec<String> {
+    let KeyedHandle::Incremental {
+        meta: m,
+        shared,
+        private,
+        ..
+    } = h
+    else {
+        panic!("a RocksDB handle")
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    for (k, fh) in shared.iter().chain(private) {
+        let k = k.to_string();
+        let name = k.rsplit('/').next().unwrap();
+        std::fs::write(
+            dir.join(name),
+            cp.stream_bytes(fh.as_ref().unwrap()).unwrap(),
+        )
+        .unwrap();
+    }
+    names(&meta::parse(&cp.stream_bytes(m.as_ref().unwrap()).unwrap()).unwrap())
+}
+
+/// Writes, for `tests/rocksdb-judge/run.sh`, one directory per surgery of every RocksDB fixture:
+/// `before/` and `after/` (the instance directories Flink would restore from the input's and
+/// the result's handle), `before.cfs` and `after.cfs` (their column families, one per line) and
+/// `kept` (old and new name of each kept state, tab-separated). The judge opens both with
+/// FRocksDB's JNI jar and compares every key and value of each kept column family.
+#[test]
+#[ignore = "run by tests/rocksdb-judge/run.sh, which hands the directories to RocksDB"]
+fn rocksdb_instances_for_the_judge() {
+    let root = PathBuf::from(
+        std::env::var("CHECKPOINT_SURGEON_JUDGE_DIR").expect("CHECKPOINT_SURGEON_JUDGE_DIR"),
+    );
+    let mut cases = 0;
+    for version in VERSIONS {
+        for cp in rocksdb_fixtures(version) {
+            let (op, subtask, _, h) = handles(&cp).remove(0);
+            let states = names(&rocks(&cp, &h).meta);
+            let has = |s: &str| states.iter().any(|x| x == s);
+            let mut requests: Vec<JudgeCase> = Vec::new();
+            let remove = |s: &str, requests: &mut Vec<_>| {
+                if has(s) {
+                    requests.push((
+                        format!("remove-{s}"),
+                        Request::remove_keyed_state(Selector::All, s),
+                        vec![],
+                    ));
+                }
+            };
+            remove(&states[0], &mut requests);
+            remove("list-state", &mut requests);
+            remove("dropped-in-v2", &mut requests);
+            remove("_timer_state/event_user-timers", &mut requests);
+            if has("map-state") && has("value-state") {
+                let rename =
+                    Request::rename_keyed_state(Selector::All, "map-state", "map-state-v1");
+                requests.push((
+                    "rename-map-state".into(),
+                    rename.clone(),
+                    vec![("map-state".into(), "map-state-v1".into())],
+                ));
+                let mut both = rename;
+                both.operations
+                    .extend(Request::remove_keyed_state(Selector::All, "value-state").operations);
+                requests.push((
+                    "rename-map-state-remove-value-state".into(),
+                    both,
+                    vec![("map-state".into(), "map-state-v1".into())],
+                ));
+            }
+            let source = cp
+                .metadata_path
+                .parent()
+                .unwrap()
+                .strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"))
+                .unwrap_or(cp.metadata_path.parent().unwrap())
+                .display()
+                .to_string()
+                .replace('/', "_");
+            for (what, req, renamed) in requests {
+                let a = apply(&cp, &req).unwrap();
+                let case = root.join(format!("{source}_{}_{what}", &op[..8]).replace('/', "_"));
+                let before = materialize(&cp, &h, &case.join("before"));
+                let new_h = handle_of(&a.cp, &op, subtask).unwrap();
+                let after = materialize(&a.cp, &new_h, &case.join("after"));
+                std::fs::write(case.join("before.cfs"), before.join("\n")).unwrap();
+                std::fs::write(case.join("after.cfs"), after.join("\n")).unwrap();
+                let mut kept = String::new();
+                for s in &before {
+                    let to = renamed
+                        .iter()
+                        .find(|r| r.0 == *s)
+                        .map_or(s.clone(), |r| r.1.clone());
+                    if after.contains(&to) {
+                        kept.push_str(&format!("{s}\t{to}\n"));
+                    }
+                }
+                assert!(!kept.is_empty());
+                std::fs::write(case.join("kept"), kept).unwrap();
+                std::fs::write(case.join("version"), version).unwrap();
+                cases += 1;
+            }
+        }
+    }
+    println!("{cases} cases in {}", root.display());
+    assert!(cases >= 3 * 5 * 3, "{cases}");
+}
