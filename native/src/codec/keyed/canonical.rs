@@ -301,6 +301,12 @@ impl RunParser {
         let mut run_from =
             (!matches!(self.phase, Phase::StateId | Phase::Next | Phase::Done)).then_some(0usize);
         while i < data.len() {
+            if self.phase == Phase::KeyLen && self.have == 0 {
+                i = self.whole_pairs(data, i, at)?;
+                if i == data.len() {
+                    break;
+                }
+            }
             match self.phase {
                 Phase::Done => return Ok(i),
                 Phase::Key | Phase::Value => {
@@ -346,6 +352,58 @@ impl RunParser {
                 visit(Event::Bytes(self.state, &data[from..i]))?;
             }
         }
+        Ok(i)
+    }
+
+    /// Parses the pairs that lie whole in `data` from `i` (at a key length) in one loop, up to
+    /// the first flagged pair or the first pair that the end of `data` cuts; what is left goes
+    /// through the field-by-field state machine. Returns where it stopped.
+    fn whole_pairs(
+        &mut self,
+        data: &[u8],
+        mut i: usize,
+        at: &dyn Fn(usize) -> u64,
+    ) -> Result<usize> {
+        let be = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let (mut entries, mut raw) = (0u64, 0u64);
+        while i + 4 <= data.len() {
+            let kl = be(&data[i..]);
+            if kl < self.prefix as i32 || i + 8 + kl as usize > data.len() {
+                break; // a bad length is reported by the state machine, with its offset
+            }
+            let k = i + 4;
+            let v = k + kl as usize;
+            let vl = be(&data[v..]);
+            if vl < 0 || v + 4 + vl as usize > data.len() {
+                break;
+            }
+            let head = data[k] & 0x7F;
+            let written = if self.prefix == 1 {
+                head as i32
+            } else {
+                (head as i32) << 8 | data[k + 1] as i32
+            };
+            if written != self.key_group {
+                return Err(Error::format(
+                    at(v),
+                    format!(
+                        "a key of key group {} (its {}-byte prefix)",
+                        self.key_group, self.prefix
+                    ),
+                    Some(format!("key group {written}")),
+                ));
+            }
+            entries += 1;
+            raw += 8 + kl as u64 + vl as u64;
+            i = v + 4 + vl as usize;
+            if data[k] & 0x80 != 0 {
+                self.phase = Phase::Next;
+                break;
+            }
+        }
+        let r = &mut self.raw[self.state];
+        r.0 += entries;
+        r.1 += raw;
         Ok(i)
     }
 
