@@ -89,7 +89,7 @@ fn grow(fixture: &Path, out: &Path, mib: u64) {
             let stream = std::fs::read(fixture.join(&path)).unwrap();
             let (meta, _) = key_groups_format(*code, handle, &stream).unwrap();
             // the runs of each key group: (kvStateId, pairs)
-            let mut groups: Vec<(usize, Vec<(u16, Vec<u8>)>)> = Vec::new();
+            let mut groups: Vec<(usize, Runs)> = Vec::new();
             let first = handle.start_key_group;
             walk(&stream, &meta, first, &handle.offsets, prefix, &mut |ev| {
                 match ev {
@@ -144,7 +144,6 @@ fn grow(fixture: &Path, out: &Path, mib: u64) {
                     put(&mut w, pairs);
                 }
                 put(&mut w, &0xFFFFu16.to_be_bytes());
-                drop(put);
                 if meta.compressed {
                     enc.finish(&mut w).unwrap();
                 }
@@ -185,6 +184,9 @@ fn vary(pairs: &[u8], out: &mut [u8], r: u32) {
         }
     }
 }
+
+/// The runs of a key group: (kvStateId, pairs).
+type Runs = Vec<(u16, Vec<u8>)>;
 
 /// Where the first byte of the last pair's key lies in a run's pairs.
 fn last_key(pairs: &[u8]) -> usize {
