@@ -17,11 +17,9 @@ use checkpoint_surgeon::codec::StreamSource;
 use checkpoint_surgeon::surgery::{plan, Request, Selector};
 use libfuzzer_sys::fuzz_target;
 
-const SEEDS: &[&[u8]] = &[
-    include_bytes!("../../../tests/fixtures/1.20.3/savepoint-canonical/_metadata"),
-    include_bytes!("../../../tests/fixtures/1.20.3/stale-union-legacy-class/_metadata"),
-    include_bytes!("../../../tests/fixtures/1.15.4/savepoint-native/_metadata"),
-];
+#[path = "keyed_seeds.rs"]
+mod keyed_seeds;
+use keyed_seeds::SEEDS;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -58,17 +56,7 @@ impl StreamSource for Inline {
 }
 
 fn edit(data: &[u8], input: &Input) -> Bytes {
-    let mut v = data.to_vec();
-    if !v.is_empty() {
-        let n = v.len();
-        for &(at, b) in &input.edits {
-            v[at as usize % n] = b;
-        }
-    }
-    if let Some(c) = input.cut {
-        v.truncate(c as usize % (v.len() + 1));
-    }
-    Bytes::from(v)
+    keyed_seeds::edit(data, &input.edits, input.cut)
 }
 
 /// The keyed handles of the model, mutable, in file order.

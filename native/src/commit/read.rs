@@ -300,34 +300,26 @@ impl Checkpoint {
 
     /// The bytes of a state stream: inline data, a mapped file, or a file segment.
     pub fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
-        match h {
-            StreamHandle::ByteStream { data, .. } => Ok(data.clone()),
-            StreamHandle::EmptySegment => Ok(Bytes::new()),
-            StreamHandle::Segment { start, size, .. } => {
-                let path = self.local_file(h)?.unwrap_or_default();
-                if *start < 0 || *size < 0 {
-                    return Err(Error::InvalidArgument(format!(
-                        "{}: segment {start}+{size} has a negative offset or size",
-                        path.display()
-                    )));
-                }
-                map_range(&path, *start as u64, Some(*size as u64))
-            }
-            StreamHandle::KeyGroups(_) => Err(Error::InvalidArgument(
-                "a key-groups handle is not an operator state stream".into(),
-            )),
-            _ => map_file(&self.local_file(h)?.unwrap_or_default()),
+        match self.place(h)? {
+            Place::File(path, start, len) => map_range(&path, start, len),
+            Place::Inline(data) => Ok(data),
         }
     }
-}
 
-impl Checkpoint {
     /// The bytes of a state stream as a [`RangeSource`]: inline data as it is, a file or a file
     /// segment read with `pread` (the same path rules as [`Checkpoint::stream_bytes`]).
     pub fn stream_range(&self, h: &StreamHandle) -> Result<Box<dyn RangeSource>> {
-        match h {
-            StreamHandle::ByteStream { data, .. } => Ok(Box::new(data.clone())),
-            StreamHandle::EmptySegment => Ok(Box::new(Bytes::new())),
+        Ok(match self.place(h)? {
+            Place::File(path, start, len) => Box::new(FileRange::open(&path, start, len)?),
+            Place::Inline(data) => Box::new(data),
+        })
+    }
+
+    /// Where a stream's bytes are.
+    fn place(&self, h: &StreamHandle) -> Result<Place> {
+        Ok(match h {
+            StreamHandle::ByteStream { data, .. } => Place::Inline(data.clone()),
+            StreamHandle::EmptySegment => Place::Inline(Bytes::new()),
             StreamHandle::Segment { start, size, .. } => {
                 let path = self.local_file(h)?.unwrap_or_default();
                 if *start < 0 || *size < 0 {
@@ -336,22 +328,22 @@ impl Checkpoint {
                         path.display()
                     )));
                 }
-                Ok(Box::new(FileRange::open(
-                    &path,
-                    *start as u64,
-                    Some(*size as u64),
-                )?))
+                Place::File(path, *start as u64, Some(*size as u64))
             }
-            StreamHandle::KeyGroups(_) => Err(Error::InvalidArgument(
-                "a key-groups handle is not a state stream".into(),
-            )),
-            _ => Ok(Box::new(FileRange::open(
-                &self.local_file(h)?.unwrap_or_default(),
-                0,
-                None,
-            )?)),
-        }
+            StreamHandle::KeyGroups(_) => {
+                return Err(Error::InvalidArgument(
+                    "a key-groups handle is not a state stream".into(),
+                ))
+            }
+            _ => Place::File(self.local_file(h)?.unwrap_or_default(), 0, None),
+        })
     }
+}
+
+/// Where a stream's bytes are: a local file's range (start, length or to its end), or inline.
+enum Place {
+    File(PathBuf, u64, Option<u64>),
+    Inline(Bytes),
 }
 
 /// Path rules hold for real paths, not only lexically: a state file that is (or lies in) a

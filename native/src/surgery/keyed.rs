@@ -183,34 +183,23 @@ pub fn plan(
                 }
             }
             let h = st.managed_keyed.as_mut().expect("a keyed handle");
+            let mut e = HandleEdit {
+                cp,
+                meta: &meta,
+                edit: &edit,
+                at: &at,
+                name_stream: &mut *name_stream,
+                streams: &mut out.streams,
+                change: &mut change,
+                changes: &mut *changes,
+            };
             match h {
                 KeyedHandle::KeyGroups { code, handle } => {
-                    change.format = key_groups(
-                        cp,
-                        *code,
-                        handle,
-                        &meta,
-                        &edit,
-                        &at,
-                        name_stream,
-                        &mut out.streams,
-                        &mut change,
-                        changes,
-                    )?
+                    e.change.format = key_groups(&mut e, *code, handle)?
                 }
                 KeyedHandle::Incremental { .. } => {
-                    change.format = SnapshotFormat::RocksdbFiles;
-                    rocksdb(
-                        cp,
-                        h,
-                        &meta,
-                        &edit,
-                        &at,
-                        name_stream,
-                        &mut out.streams,
-                        &mut change,
-                        changes,
-                    )?
+                    e.change.format = SnapshotFormat::RocksdbFiles;
+                    rocksdb(&mut e, h)?
                 }
                 _ => unreachable!("edit_of refuses changelog handles"),
             }
@@ -395,20 +384,22 @@ fn change_rows(
     }
 }
 
+/// One keyed handle's edit: the handle's meta info, each state's new name (None: removed), and
+/// where the new streams, the handle's figures and the plan's rows go.
+struct HandleEdit<'a> {
+    cp: &'a dyn StreamSource,
+    meta: &'a KeyedBackendMeta,
+    edit: &'a [Option<JStr>],
+    at: &'a HandleAt<'a>,
+    name_stream: &'a mut dyn FnMut() -> String,
+    streams: &'a mut Vec<NewStream>,
+    change: &'a mut KeyedHandleChange,
+    changes: &'a mut Vec<Change>,
+}
+
 /// A key-groups handle: its new stream (rewritten here when inline, else when staged).
-#[allow(clippy::too_many_arguments)]
-fn key_groups(
-    cp: &dyn StreamSource,
-    code: u8,
-    handle: &mut KeyGroups,
-    meta: &KeyedBackendMeta,
-    edit: &[Option<JStr>],
-    at: &HandleAt,
-    name_stream: &mut dyn FnMut() -> String,
-    streams: &mut Vec<NewStream>,
-    change: &mut KeyedHandleChange,
-    changes: &mut Vec<Change>,
-) -> Result<SnapshotFormat> {
+fn key_groups(e: &mut HandleEdit, code: u8, handle: &mut KeyGroups) -> Result<SnapshotFormat> {
+    let (cp, meta, edit, at) = (e.cp, e.meta, e.edit, e.at);
     let delegate = handle
         .delegate
         .clone()
@@ -426,16 +417,16 @@ fn key_groups(
         offsets: handle.offsets.clone(),
         prefix: at.prefix,
     };
-    change.bytes_read = stream.len() as u64;
-    if change.handle_dropped {
-        change.bytes_read = meta.len as u64;
+    e.change.bytes_read = stream.len() as u64;
+    if e.change.handle_dropped {
+        e.change.bytes_read = meta.len as u64;
         change_rows(
             at,
             meta,
             edit,
             None,
             "the handle's last state: the handle goes",
-            changes,
+            e.changes,
         );
         return Ok(format);
     }
@@ -449,7 +440,7 @@ fn key_groups(
             ..handle.clone()
         };
         check_rewritten(code, &new_kg, &data, &name, &stream_edit, &done)?;
-        change.bytes_written = data.len() as u64;
+        e.change.bytes_written = data.len() as u64;
         let counts = done.source.as_ref().map(|c| {
             c.iter()
                 .map(|s| (s.entries, s.stored_bytes))
@@ -461,7 +452,7 @@ fn key_groups(
             edit,
             counts.as_deref(),
             &format!("{}, inline in _metadata", format.name()),
-            changes,
+            e.changes,
         );
         handle.offsets = done.offsets;
         handle.delegate = Some(StreamHandle::ByteStream {
@@ -471,13 +462,13 @@ fn key_groups(
         return Ok(format);
     }
     let estimate = stream_edit.shifted_len(stream.len() as u64);
-    change.exact = stream_edit.header_only();
-    change.bytes_written = estimate;
+    e.change.exact = stream_edit.header_only();
+    e.change.bytes_written = estimate;
     if stream_edit.header_only() {
         handle.offsets = stream_edit.shifted_offsets();
     }
     let (new_handle, mut new_stream) =
-        replace_stream(&delegate, Vec::new(), estimate, name_stream)?;
+        replace_stream(&delegate, Vec::new(), estimate, &mut *e.name_stream)?;
     change_rows(
         at,
         meta,
@@ -489,7 +480,7 @@ fn key_groups(
             delegate_location(&delegate),
             new_stream.file_name.as_deref().unwrap_or("")
         ),
-        changes,
+        e.changes,
     );
     new_stream.keyed = Some(StreamRewrite {
         code,
@@ -497,7 +488,7 @@ fn key_groups(
         edit: stream_edit,
     });
     handle.delegate = Some(new_handle);
-    streams.push(new_stream);
+    e.streams.push(new_stream);
     Ok(format)
 }
 
@@ -600,18 +591,8 @@ fn file_name(key: &JStr) -> String {
 }
 
 /// A RocksDB handle: new meta info stream, new MANIFEST, the dropped column families' files out.
-#[allow(clippy::too_many_arguments)]
-fn rocksdb(
-    cp: &dyn StreamSource,
-    h: &mut KeyedHandle,
-    meta: &KeyedBackendMeta,
-    edit: &[Option<JStr>],
-    at: &HandleAt,
-    name_stream: &mut dyn FnMut() -> String,
-    streams: &mut Vec<NewStream>,
-    change: &mut KeyedHandleChange,
-    changes: &mut Vec<Change>,
-) -> Result<()> {
+fn rocksdb(e: &mut HandleEdit, h: &mut KeyedHandle) -> Result<()> {
+    let (cp, meta, edit, at) = (e.cp, e.meta, e.edit, e.at);
     let KeyedHandle::Incremental {
         meta: meta_handle,
         shared,
@@ -663,7 +644,7 @@ fn rocksdb(
         .stream_bytes(&manifest_handle)
         .map_err(|e| e.in_file(&mname))?;
     let m = manifest::parse(&manifest_bytes).map_err(|e| e.in_file(&mname))?;
-    change.bytes_read =
+    e.change.bytes_read =
         meta_bytes.len() as u64 + current_bytes.len() as u64 + manifest_bytes.len() as u64;
 
     // the column family of each state the request names
@@ -726,7 +707,7 @@ fn rocksdb(
             let props = sst::read(&counting)
                 .map_err(|e| e.in_file(&name))?
                 .properties;
-            change.bytes_read += counting.read.load(Ordering::Relaxed);
+            e.change.bytes_read += counting.read.load(Ordering::Relaxed);
             let id_ok = props
                 .column_family_id
                 .is_none_or(|id| id == cf.id as u64 || id == sst::UNKNOWN_COLUMN_FAMILY);
@@ -758,8 +739,8 @@ fn rocksdb(
                 removed_entries[i].0 += props.num_entries;
                 removed_entries[i].1 += size;
             }
-            change.files_dropped.push(k.to_string());
-            change.bytes_dropped += size;
+            e.change.files_dropped.push(k.to_string());
+            e.change.bytes_dropped += size;
         }
         *list = keep;
     }
@@ -770,9 +751,9 @@ fn rocksdb(
         Some(&removed_entries),
         "RocksDB files: entries and bytes are RocksDB's figures of the SST files that leave the \
          handle (entries include tombstones and versions not compacted yet)",
-        changes,
+        e.changes,
     );
-    if change.handle_dropped {
+    if e.change.handle_dropped {
         return Ok(());
     }
 
@@ -795,23 +776,23 @@ fn rocksdb(
     check_manifest(&m, &manifest::parse(&new_manifest)?, &drops, &renames)
         .map_err(|e| e.in_file(&mname))?;
     let header = new_header(&meta_bytes, meta, edit).map_err(|e| e.in_file(&meta_name))?;
-    change.bytes_written = new_manifest.len() as u64 + header.len() as u64;
+    e.change.bytes_written = new_manifest.len() as u64 + header.len() as u64;
 
     let (new_meta, s) = replace_stream(
         &meta_stream,
         vec![header.clone()],
         header.len() as u64,
-        name_stream,
+        &mut *e.name_stream,
     )?;
-    streams.push(s);
+    e.streams.push(s);
     *meta_handle = Some(new_meta);
     let (new_man, s) = replace_stream(
         &manifest_handle,
         vec![new_manifest.clone()],
         new_manifest.len() as u64,
-        name_stream,
+        &mut *e.name_stream,
     )?;
-    streams.push(s);
+    e.streams.push(s);
     let mi = find(private, &manifest_name).expect("the MANIFEST stays a private file");
     private[mi].1 = Some(new_man);
     Ok(())

@@ -19,7 +19,7 @@
 //! A rename alone changes only the meta info: the key groups are copied as they are, their
 //! offsets shifted by the header's change in length.
 
-use super::canonical::{self, key_group_blocks, Event, END_OF_KEY_GROUP_MARK, STREAM_IDENTIFIER};
+use super::canonical::{self, Event, END_OF_KEY_GROUP_MARK, STREAM_IDENTIFIER};
 use super::handle::SnapshotFormat;
 use super::heap;
 use super::meta::KeyedBackendMeta;
@@ -284,97 +284,39 @@ fn heap_key_groups(
     out: &mut Out,
 ) -> Result<(Vec<i64>, Vec<StateCount>)> {
     let meta = &e.meta;
-    let n = meta.states.len();
-    let layouts = heap::mapping_layouts(meta);
-    let blocks = key_group_blocks(
-        e.first_key_group,
-        &e.offsets,
-        meta.len as u64,
-        w.len(),
-        true,
-    )?;
     let mut enc = FrameEncoder::default();
     let mut offsets = vec![0i64; e.offsets.len()];
-    let mut counts = vec![StateCount::none(); n];
-    for (i, (kg, start, end)) in blocks.into_iter().enumerate() {
-        let written = w.i32(start, "a key-group id")?;
-        if written != kg {
-            return Err(Error::format(
-                start,
-                format!("key group {kg}'s id at its offset (the heap checkpoint format)"),
-                Some(written.to_string()),
-            ));
-        }
-        offsets[i] = out.pos as i64;
-        out.put(&kg.to_be_bytes())?;
-        let mut seen = vec![false; n];
-        let mut at = start + 4;
-        for part in 0..n {
-            if at >= end {
-                return Err(Error::format(
-                    at,
-                    format!("the part of the {part}th state of key group {kg} (one per state of the meta info)"),
-                    Some(format!("the end of the key group at byte {end}")),
-                ));
+    let mut counts = vec![StateCount::none(); meta.states.len()];
+    heap::walk(
+        w,
+        meta,
+        e.first_key_group,
+        &e.offsets,
+        &mut |w, ev| match ev {
+            heap::Event::KeyGroup(kg, _) => {
+                offsets[(kg - e.first_key_group) as usize] = out.pos as i64;
+                out.put(&kg.to_be_bytes())
             }
-            if meta.compressed {
-                let (id, count, raw, part_end) = heap::compressed_part(w, at, end, kg)?;
-                let s = heap::check_id(id, n, &mut seen, at, kg)?;
-                let c = &mut counts[s];
-                c.entries += count;
-                c.raw_bytes += raw;
-                c.stored_bytes += part_end - at;
-                match e.ids[s] {
-                    None => {}
-                    Some(new) if new as usize == s => copy(w, at, part_end, out)?,
-                    Some(new) => renumber_compressed_part(w, at, part_end, new, &mut enc, out)?,
+            heap::Event::Part(p) => {
+                let c = &mut counts[p.state];
+                c.entries += p.entries;
+                c.raw_bytes += p.raw;
+                c.stored_bytes += p.end - p.at;
+                match e.ids[p.state] {
+                    None => Ok(()),
+                    Some(new) if new as usize == p.state => copy(w, p.at, p.end, out),
+                    Some(new) if meta.compressed => {
+                        renumber_compressed_part(w, p.at, p.end, new, &mut enc, out)
+                    }
+                    Some(new) => {
+                        out.put(&new.to_be_bytes())?;
+                        copy(w, p.at + 2, p.end, out)
+                    }
                 }
-                at = part_end;
-                continue;
             }
-            let id = w.i16(at, "a kvStateId")?;
-            let count = w.i32(at + 2, "the number of mappings")?;
-            let s = heap::check_id(id as u16, n, &mut seen, at, kg)?;
-            if count < 0 {
-                return Err(Error::format(
-                    at + 2,
-                    format!(
-                        "a number of mappings of state '{}' in key group {kg}",
-                        meta.states[s].name
-                    ),
-                    Some(count.to_string()),
-                ));
-            }
-            // the last part ends with the key group; the others only where their mappings do
-            let part_end = if part + 1 == n {
-                end
-            } else {
-                let walked = match &layouts[s] {
-                    Ok(layout) => heap::skip(w, layout, at + 6, end, count as u64),
-                    Err(reason) => Err(reason.clone()),
-                };
-                walked.map_err(|reason| unframed(at + 6, &reason))?
-            };
-            let c = &mut counts[s];
-            c.entries += count as u64;
-            c.raw_bytes += part_end - at;
-            c.stored_bytes += part_end - at;
-            if let Some(new) = e.ids[s] {
-                out.put(&new.to_be_bytes())?;
-                copy(w, at + 2, part_end, out)?;
-            }
-            at = part_end;
-        }
-        if at != end {
-            return Err(Error::format(
-                at,
-                format!(
-                    "key group {kg}'s parts to end where the next key group starts (byte {end})"
-                ),
-                Some(format!("{} bytes more", end - at)),
-            ));
-        }
-    }
+            heap::Event::Unframed(u) => Err(unframed(u.body, &u.reason)),
+        },
+    )?;
     Ok((offsets, counts))
 }
 
