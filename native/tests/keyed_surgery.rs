@@ -290,6 +290,14 @@ fn key_groups_fixtures(version: &str) -> Vec<PathBuf> {
     .collect()
 }
 
+/// The name a state has after the renames.
+fn new_name(renamed: &[(&str, &str)], n: &str) -> String {
+    renamed
+        .iter()
+        .find(|r| r.0 == n)
+        .map_or(n.to_string(), |r| r.1.to_string())
+}
+
 /// Checks a key-groups result against its input: the states named as planned, every other
 /// state's bytes in every key group as they were, compression as it was, each offset at its key
 /// group (the walks above check that), and the staged figures.
@@ -325,12 +333,7 @@ fn check_key_groups(
         let new = key_groups_data(&after.cp, &new_h, maxp);
         assert_eq!(new.format, old.format);
         assert_eq!(new.meta.compressed, old.meta.compressed, "compression kept");
-        let rename = |n: &str| {
-            renamed
-                .iter()
-                .find(|r| r.0 == n)
-                .map_or(n.to_string(), |r| r.1.to_string())
-        };
+        let rename = |n: &str| new_name(renamed, n);
         let expected_names: Vec<String> = names(&old.meta)
             .iter()
             .filter(|n| !removed.contains(&n.as_str()))
@@ -623,12 +626,7 @@ fn check_rocksdb(
             continue;
         };
         let new = rocks(&after.cp, &new_h);
-        let rename = |n: &str| {
-            renamed
-                .iter()
-                .find(|r| r.0 == n)
-                .map_or(n.to_string(), |r| r.1.to_string())
-        };
+        let rename = |n: &str| new_name(renamed, n);
         let kept: Vec<String> = names_before
             .iter()
             .filter(|n| !removed.contains(&n.as_str()))
