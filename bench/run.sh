@@ -219,9 +219,9 @@ run_variant() {
             "$CLI" remove-state "$in" --state $STATE --metadata-only --apply --output "$OUT"
         measure "$variant" "$layout" "$bytes" rust-purge "$run" -- "$RUST" "$in" "$OUT" $STATE purge
         measure "$variant" "$layout" "$bytes" bytes-purge "$run" -- \
-            java "${JAVA_Q[@]}" -cp "$CP" io.checkpointsurgeon.BenchBytesRoute "$in" "$OUT" $STATE purge
+            java "${JAVA_Q[@]}" -cp "$CP" io.checkpointsurgeon.internal.BenchBytesRoute "$in" "$OUT" $STATE purge
         measure "$variant" "$layout" "$bytes" bytes-metadata-only "$run" -- \
-            java "${JAVA_Q[@]}" -cp "$CP" io.checkpointsurgeon.BenchBytesRoute "$in" "$OUT" $STATE metadata-only
+            java "${JAVA_Q[@]}" -cp "$CP" io.checkpointsurgeon.internal.BenchBytesRoute "$in" "$OUT" $STATE metadata-only
         measure "$variant" "$layout" "$bytes" flink "$run" -- \
             java "${JAVA_Q[@]}" -cp "$CP" io.checkpointsurgeon.bench.FlinkRoute remove "$in" "$OUT" $STATE
         measure "$variant" "$layout" "$bytes" cp "$run" -- cp "$in/_metadata" "$OUT.metadata"

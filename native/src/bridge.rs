@@ -1,5 +1,5 @@
 //! The JNI bridge: every `extern "system"` export of the library (the natives of
-//! `io.checkpointsurgeon.NativeBridge`), each a few lines around one call of the plain Rust API.
+//! `io.checkpointsurgeon.internal.NativeBridge`), each a few lines around one call of the plain Rust API.
 //! Arguments and results are [`crate::wire`] payloads. Errors and panics become
 //! `CheckpointSurgeonException(Code, message)`, built with the class, constructor and `Code`
 //! constants cached once; never an abort of the JVM.
@@ -179,7 +179,7 @@ fn with_checkpoint<T>(
 
 /// `byte[] inspect(byte[] source)`: the inspection report.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspect<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspect<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
@@ -197,7 +197,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_inspect<'l>(
 /// files and the new `_metadata` under fresh names there; absolute handles of new files name
 /// `<outputUri>/<file>` when the caller uploads them there (a Flink path).
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
@@ -230,7 +230,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_plan<'l>(
 
 /// `byte[] stateFiles(byte[] source)`: the files the checkpoint's state lives in.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_stateFiles<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
@@ -248,7 +248,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_stateFiles<'l>(
 /// `String relocatedPath(String path, String from, String to)`: the path under `to` as
 /// relocate rewrites it, or null when it is not under `from` (the HA pointers use it).
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_relocatedPath<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_relocatedPath<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     path: JString<'l>,
@@ -273,7 +273,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_relocatedPath<'l>(
 
 /// `String describe(byte[] metadata)`: the canonical description.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_describe<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     metadata: JByteArray<'l>,
@@ -289,7 +289,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_describe<'l>(
 
 /// `byte[] roundTrip(byte[] metadata)`: parse, then write the model again.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_roundTrip<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_roundTrip<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     metadata: JByteArray<'l>,
@@ -305,7 +305,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_roundTrip<'l>(
 
 /// `byte[] wireEcho(byte[] payload)`: decodes any wire payload and encodes it again (tests).
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_wireEcho<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireEcho<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     payload: JByteArray<'l>,
@@ -318,9 +318,43 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_wireEcho<'l>(
         .resolve::<ThrowSurgeonException>()
 }
 
+/// `byte[] wireSample(String name)`: a payload built from known values (`wire::samples`), for
+/// the Java test that decodes it field by field.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireSample<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    name: JString<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let name = string_arg(env, &name)?.unwrap_or_default();
+            Ok(env.byte_array_from_slice(&wire::samples::encode(&name)?)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `String wireCheck(String name, byte[] payload)`: decodes a request or source Java built and
+/// compares it field by field with sample `name`; empty when they agree, else what differs.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireCheck<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    name: JString<'l>,
+    payload: JByteArray<'l>,
+) -> JString<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let name = string_arg(env, &name)?.unwrap_or_default();
+            let diff = wire::samples::check(&name, bytes_arg(env, &payload)?)?;
+            Ok(JString::from_str(env, diff)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
 /// `String errorCodes()`: the names of [`Code::ALL`], one per line (the Java enum must match).
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_errorCodes<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_errorCodes<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JString<'l> {
@@ -334,7 +368,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_errorCodes<'l>(
 
 /// `void panicForTesting()`: proves that a Rust panic reaches Java as an exception.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_panicForTesting<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_panicForTesting<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) {
@@ -351,7 +385,7 @@ static NEXT_LOCK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::n
 /// `long lockDirectory(String dir)`: takes the commit lock of a directory (`commit::lock_dir`)
 /// and returns its id for `unlockDirectory`.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_lockDirectory<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_lockDirectory<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     dir: JString<'l>,
@@ -372,7 +406,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_lockDirectory<'l>(
 
 /// `void unlockDirectory(long id)`: releases a lock taken by `lockDirectory`.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_unlockDirectory<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_unlockDirectory<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     id: jni::sys::jlong,
@@ -388,7 +422,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_unlockDirectory<'l
 /// `String libraryVersion()`: the crate version, which the Java side checks against its own
 /// before it uses the library.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_NativeBridge_libraryVersion<'l>(
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_libraryVersion<'l>(
     mut unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JString<'l> {

@@ -14,6 +14,8 @@
 //! | [`Report`]: the inspection report | Rust → Java | `CSRE` |
 //! | [`StateFile`] list: the files a checkpoint's state lives in | Rust → Java | `CSSF` |
 //!
+//! [`samples`] builds each payload from known values for the tests of both sides.
+//!
 //! Errors do not travel as bytes: the bridge throws `CheckpointSurgeonException` with the
 //! `Code` constant of [`crate::error::Code`].
 
@@ -30,6 +32,8 @@ use crate::surgery::kafka::{KafkaOperation, NewOffset};
 use crate::surgery::keyed::KeyedOperation;
 use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
+
+pub mod samples;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
 pub const VERSION: u16 = 3;

@@ -4,7 +4,8 @@
 
 use bytes::Bytes;
 use checkpoint_surgeon::codec::handles::{Mode, StreamHandle};
-use checkpoint_surgeon::codec::opstate::{self, EntryKind};
+use checkpoint_surgeon::codec::metainfo::EntryKind;
+use checkpoint_surgeon::codec::opstate;
 use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::{codec::metadata, report::inspect};
 use std::path::{Path, PathBuf};

@@ -230,3 +230,43 @@ fn readme_table_of_error_codes_is_the_enum() {
             .join("\n")
     );
 }
+
+/// The samples the Java tests decode and build (`WireSamplesTest`) round-trip here, and `check`
+/// names the fields of a payload that differ from its sample.
+#[test]
+fn samples_round_trip_and_check_names_what_differs() {
+    use checkpoint_surgeon::wire::samples;
+    let report = samples::report();
+    assert_eq!(
+        inspect::Report::decode(Bytes::from(report.encode())).unwrap(),
+        report
+    );
+    let plan = samples::plan();
+    assert_eq!(
+        PlanSummary::decode(Bytes::from(plan.encode())).unwrap(),
+        plan
+    );
+    let list = samples::state_files();
+    let bytes = wire::encode_state_files(&list);
+    assert_eq!(wire::decode_state_files(Bytes::from(bytes)).unwrap(), list);
+    for name in ["request", "migrate-legacy", "drop-topic", "set-offsets"] {
+        let r = samples::request(name).unwrap();
+        assert_eq!(samples::check(name, Bytes::from(r.encode())).unwrap(), "");
+    }
+    for name in ["path", "bytes"] {
+        let s = samples::source(name).unwrap();
+        assert_eq!(samples::check(name, Bytes::from(s.encode())).unwrap(), "");
+    }
+    // a relocation's two prefixes swapped: both lines named
+    let mut r = samples::request("request").unwrap();
+    let Operation::Relocate { from, to, .. } = &mut r.operations[5] else {
+        panic!("the sample's sixth operation is a relocation");
+    };
+    std::mem::swap(from, to);
+    let diff = samples::check("request", Bytes::from(r.encode())).unwrap();
+    assert!(
+        diff.contains("relocate.from") && diff.contains("relocate.to"),
+        "{diff}"
+    );
+    assert!(samples::encode("no-such-sample").is_err());
+}

@@ -23,7 +23,7 @@
 //! full checkpoints (`codec::keyed::heap`).
 
 use crate::codec::io::{JStr, Reader};
-use crate::codec::opstate::{MetaInfoEntry, SerializerSnapshot};
+use crate::codec::metainfo::{MetaInfoEntry, SerializerSnapshot};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 
@@ -589,7 +589,7 @@ pub fn split(layout: &Layout, data: &[u8], count: usize) -> Option<Vec<(usize, u
 mod tests {
     use super::*;
     use crate::codec::io::JStr;
-    use crate::codec::opstate::EntryKind;
+    use crate::codec::metainfo::EntryKind;
 
     /// An entry whose VALUE_SERIALIZER snapshot is `class` with `body`, as the stream holds it.
     fn entry(class: &str, body: &[u8]) -> (Bytes, MetaInfoEntry) {

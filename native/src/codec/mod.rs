@@ -1,6 +1,6 @@
 //! Flink's byte formats: `_metadata` ([`metadata`]), the state handles in it ([`handles`]), the
-//! operator-state streams ([`opstate`]) with their snappy frames ([`snappy`]) and element layouts
-//! ([`elements`]), Java's modified UTF-8 and the readers/writers
+//! operator-state streams ([`opstate`]) with their header entries ([`metainfo`]), snappy frames
+//! ([`snappy`]) and element layouts ([`elements`]), Java's modified UTF-8 and the readers/writers
 //! ([`io`]), the check of Java-serialized parts ([`javaser`]), uid hashing ([`uid`]) and the Kafka
 //! connector's states ([`kafka`]).
 //! Bytes in, model out: nothing here touches a file or the JVM.
@@ -12,6 +12,7 @@ pub mod javaser;
 pub mod kafka;
 pub mod keyed;
 pub mod metadata;
+pub mod metainfo;
 pub mod opstate;
 pub mod snappy;
 pub mod uid;

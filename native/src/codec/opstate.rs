@@ -10,6 +10,7 @@
 use crate::codec::elements::{self, Layout};
 use crate::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
 use crate::codec::io::{JStr, Reader};
+use crate::codec::metainfo::{EntryKind, MetaInfoEntry, SerializerSnapshot};
 use crate::codec::snappy;
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -18,34 +19,6 @@ const DISTRIBUTION_MODE_OPTION: &[u8] = b"\x00\x20OPERATOR_STATE_DISTRIBUTION_MO
 /// The snappy framing stream identifier that opens a compressed data section.
 pub const SNAPPY_STREAM_IDENTIFIER: [u8; 10] =
     [0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
-
-/// `StateMetaInfoSnapshot.BackendStateType` ordinal of a META_INFO entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntryKind {
-    List,
-    Broadcast,
-}
-
-/// One serializer snapshot of an entry: its key and snapshot class, and where its body lies.
-#[derive(Clone, Debug)]
-pub struct SerializerSnapshot {
-    pub key: JStr,
-    pub class_name: JStr,
-    pub version: i32,
-    pub body: (usize, usize),
-}
-
-/// One META_INFO entry of the header, with its exact byte range in the stream.
-#[derive(Clone, Debug)]
-pub struct MetaInfoEntry {
-    pub name: JStr,
-    pub kind: EntryKind,
-    /// The distribution mode option as written (`SPLIT_DISTRIBUTE`, `UNION`, `BROADCAST`).
-    pub mode: JStr,
-    pub serializers: Vec<SerializerSnapshot>,
-    pub start: usize,
-    pub end: usize,
-}
 
 /// The parsed header of one operator-state stream.
 #[derive(Clone, Debug)]

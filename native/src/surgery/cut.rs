@@ -5,6 +5,7 @@
 
 use super::delegate_location;
 use crate::codec::handles::{Offsets, OperatorHandle, StateMetaInfo};
+use crate::codec::metainfo::EntryKind;
 use crate::codec::opstate;
 use crate::codec::StreamSource;
 use crate::error::{Error, Result};
@@ -89,7 +90,7 @@ pub fn rewrite_stream(
                 if let Some(e) = header.entry(&s.name) {
                     cuts.push((e.start as u64, e.end as u64));
                     removed += (e.end - e.start) as i64;
-                    if e.kind == opstate::EntryKind::List {
+                    if e.kind == EntryKind::List {
                         list_removed += 1;
                     } else {
                         broadcast_removed += 1;

@@ -23,7 +23,8 @@ use crate::codec::kafka::{
 use crate::codec::metadata::{
     CheckpointMetadata, OperatorState, SubtaskEntry, SubtaskState, Subtasks,
 };
-use crate::codec::opstate::{self, EntryKind, StatePart, StreamParts};
+use crate::codec::metainfo::EntryKind;
+use crate::codec::opstate::{self, StatePart, StreamParts};
 use crate::codec::StreamSource;
 use crate::error::{Error, Result};
 use bytes::Bytes;

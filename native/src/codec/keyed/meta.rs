@@ -32,7 +32,7 @@
 
 use crate::codec::elements::{self, Layout, SnapshotInfo};
 use crate::codec::io::{JStr, Reader};
-use crate::codec::opstate::SerializerSnapshot;
+use crate::codec::metainfo::SerializerSnapshot;
 use crate::error::{Error, Result};
 use bytes::Bytes;
 

@@ -22,12 +22,19 @@ import java.util.concurrent.TimeUnit;
  *       JVM gets the flags the build gives this Flink version's test JVM (system property
  *       {@value #JVM_ARGS}; {@code --add-opens} for Flink 1.x on Java 17).</li>
  * </ul>
+ *
+ * A system property of the commit's fault injection ({@code checkpointsurgeon.test.stallAt},
+ * {@code .failAt}) starts the CLI through the tests' {@value #FAULTS_CLASS}, which installs the
+ * faults into the commit engine's seam first; the tests' classes are then on the class path.
  */
 public final class CliProcess {
     /** Space-separated JVM flags for a CLI with Flink on its class path; set by the build. */
     public static final String JVM_ARGS = "checkpointsurgeon.test.cliJvmArgs";
 
     private static final String MAIN_CLASS = "io.checkpointsurgeon.cli.Cli";
+    /** The tests' main class that injects commit faults before it runs the CLI (tests/commit-faults). */
+    private static final String FAULTS_CLASS = "io.checkpointsurgeon.internal.CommitFaults";
+    private static final String FAULTS_PREFIX = "-Dcheckpointsurgeon.test.";
     private static final long TIMEOUT_SECONDS = 60;
 
     private final boolean withFlink;
@@ -72,10 +79,15 @@ public final class CliProcess {
             }
         }
         cmd.addAll(properties);
+        boolean faults = properties.stream().anyMatch(p -> p.startsWith(FAULTS_PREFIX));
         if (withFlink) {
             cmd.add("-cp");
             cmd.add(System.getProperty("java.class.path"));
-            cmd.add(MAIN_CLASS);
+            cmd.add(faults ? FAULTS_CLASS : MAIN_CLASS);
+        } else if (faults) {
+            cmd.add("-cp");
+            cmd.add(jarPath() + File.pathSeparator + faultsClassPath());
+            cmd.add(FAULTS_CLASS);
         } else {
             cmd.add("-jar");
             cmd.add(jarPath().toString());
@@ -113,6 +125,16 @@ public final class CliProcess {
             }
         }
         throw new IllegalStateException("checkpoint-surgeon.jar is not on the class path");
+    }
+
+    /** Where this JVM loads the fault-injecting main class from. */
+    private static String faultsClassPath() {
+        try {
+            return Paths.get(Class.forName(FAULTS_CLASS).getProtectionDomain().getCodeSource().getLocation().toURI())
+                    .toString();
+        } catch (ReflectiveOperationException | java.net.URISyntaxException e) {
+            throw new IllegalStateException(FAULTS_CLASS + " is not on this test's class path", e);
+        }
     }
 
     /** The {@code java} of the running JVM (the Java 11 runtime when the build runs the suite on it). */

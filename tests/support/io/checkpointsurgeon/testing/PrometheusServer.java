@@ -1,6 +1,6 @@
 package io.checkpointsurgeon.testing;
 
-import io.checkpointsurgeon.Json;
+import io.checkpointsurgeon.internal.Json;
 
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,13 +1,17 @@
 package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.flink.FlinkFileSystems;
-import io.checkpointsurgeon.flink.FlinkJudge;
 import io.checkpointsurgeon.flink.HaCheckpoint;
+import io.checkpointsurgeon.internal.Native;
+import io.checkpointsurgeon.internal.Repairs;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The entry point of checkpoint-surgeon: inspect Flink checkpoints, savepoints and their
@@ -17,14 +21,26 @@ public final class CheckpointSurgeon {
     private CheckpointSurgeon() {}
 
     /** This jar's version; the bundled native library must have the same. */
-    public static final String VERSION = NativeBridge.VERSION;
+    public static final String VERSION = Native.VERSION;
 
-    /** A system property: when set, unexpected failures print their stack trace. */
+    /** A system property: when set, unexpected failures print their stack trace (and the CLI each commit step). */
     public static final String TRACE_PROPERTY = "checkpointsurgeon.trace";
+
+    private static volatile ProgressListener progress = ProgressListener.SILENT;
 
     /** The loaded native library: its version and platform ({@code 0.2.0 for linux-x86_64}). */
     public static String nativeLibrary() throws CheckpointSurgeonException {
         return Native.library();
+    }
+
+    /** Where the library reports its progress from now on, for the whole JVM (null: nowhere). */
+    public static void setProgressListener(ProgressListener listener) {
+        progress = listener == null ? ProgressListener.SILENT : listener;
+    }
+
+    /** The listener set by {@link #setProgressListener}, or one that reports nothing. */
+    public static ProgressListener progressListener() {
+        return progress;
     }
 
     /** The local path of a {@code file:} URI or a plain path. */
@@ -53,7 +69,7 @@ public final class CheckpointSurgeon {
      */
     public static InspectReport inspect(Path path) throws CheckpointSurgeonException {
         Objects.requireNonNull(path, "path");
-        return Native.inspect(Wire.source(path));
+        return Native.inspect(path);
     }
 
     /**
@@ -66,7 +82,7 @@ public final class CheckpointSurgeon {
     public static InspectReport inspect(byte[] metadata, String name, Path checkpointDir)
             throws CheckpointSurgeonException {
         Objects.requireNonNull(metadata, "metadata");
-        return Native.inspect(Native.source(metadata, name, checkpointDir));
+        return Native.inspect(metadata, name, checkpointDir);
     }
 
     /**
@@ -88,8 +104,7 @@ public final class CheckpointSurgeon {
     public static SurgeryPlan plan(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return Native.plan(Wire.source(checkpoint), Commit.LocalCheckpoint.referencing(checkpoint, surgery), null,
-                null).plan;
+        return Repairs.planLocal(checkpoint, surgery);
     }
 
     /**
@@ -105,7 +120,7 @@ public final class CheckpointSurgeon {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
         Objects.requireNonNull(outputDir, "outputDir");
-        return Commit.runOne(new Commit.LocalCheckpoint(checkpoint, surgery, outputDir));
+        return Repairs.applyLocal(checkpoint, surgery, outputDir);
     }
 
     /**
@@ -117,7 +132,7 @@ public final class CheckpointSurgeon {
     public static SurgeryPlan applyInPlace(Path checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return Commit.runOne(new Commit.LocalCheckpoint(checkpoint, surgery, null));
+        return Repairs.applyLocal(checkpoint, surgery, null);
     }
 
     /**
@@ -126,7 +141,7 @@ public final class CheckpointSurgeon {
      */
     public static InspectReport inspectHa(Path haFile) throws CheckpointSurgeonException {
         HaCheckpoint ha = HaCheckpoint.read(haFile);
-        return Native.inspect(Native.source(ha.metadataBytes(), haFile.toString(), ha.checkpointDir()));
+        return Native.inspect(ha.metadataBytes(), haFile.toString(), ha.checkpointDir());
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -148,7 +163,6 @@ public final class CheckpointSurgeon {
         FlinkFileSystems.configure(flinkConfDir, pluginsDir);
     }
 
-    /** Whether a path is handled through Flink's file systems (a scheme other than {@code file:}). */
     /**
      * The paths among {@code paths} that do not exist: Flink paths are asked through Flink's
      * FileSystem (Flink on the class path), local paths and {@code file:} URIs on the local disk.
@@ -172,6 +186,7 @@ public final class CheckpointSurgeon {
         return missing;
     }
 
+    /** Whether a path is handled through Flink's file systems (a scheme other than {@code file:}). */
     public static boolean isFlinkPath(String path) {
         return FlinkFileSystems.isRemote(Objects.requireNonNull(path, "path"));
     }
@@ -183,14 +198,14 @@ public final class CheckpointSurgeon {
      */
     public static InspectReport inspect(String path) throws CheckpointSurgeonException {
         Objects.requireNonNull(path, "path");
-        return isFlinkPath(path) ? RemoteRepair.inspect(path) : inspect(FlinkFileSystems.localPath(path));
+        return isFlinkPath(path) ? Repairs.inspectRemote(path) : inspect(FlinkFileSystems.localPath(path));
     }
 
     /** {@link #plan(Path, Surgery)} for a Flink path or a local one. Writes nothing. */
     public static SurgeryPlan plan(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return isFlinkPath(checkpoint) ? RemoteRepair.plan(checkpoint, surgery)
+        return isFlinkPath(checkpoint) ? Repairs.planRemote(checkpoint, surgery)
                 : plan(FlinkFileSystems.localPath(checkpoint), surgery);
     }
 
@@ -209,7 +224,7 @@ public final class CheckpointSurgeon {
         Objects.requireNonNull(surgery, "surgery");
         Objects.requireNonNull(outputDir, "outputDir");
         if (isFlinkPath(checkpoint)) {
-            return RemoteRepair.apply(checkpoint, surgery, outputDir);
+            return Repairs.applyRemote(checkpoint, surgery, outputDir);
         }
         if (isFlinkPath(outputDir)) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.UNSUPPORTED, "the checkpoint " + checkpoint + " is local but the"
@@ -230,7 +245,7 @@ public final class CheckpointSurgeon {
     public static SurgeryPlan applyInPlace(String checkpoint, Surgery surgery) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
         Objects.requireNonNull(surgery, "surgery");
-        return isFlinkPath(checkpoint) ? RemoteRepair.apply(checkpoint, surgery, null)
+        return isFlinkPath(checkpoint) ? Repairs.applyRemote(checkpoint, surgery, null)
                 : applyInPlace(FlinkFileSystems.localPath(checkpoint), surgery);
     }
 
@@ -249,7 +264,7 @@ public final class CheckpointSurgeon {
     /** {@link #doctor(Path)} for a Flink path or a local one. */
     public static List<Finding> doctor(String checkpoint) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");
-        return isFlinkPath(checkpoint) ? Doctor.examine(RemoteRepair.inspect(checkpoint), checkpoint)
+        return isFlinkPath(checkpoint) ? Doctor.examine(Repairs.inspectRemote(checkpoint), checkpoint)
                 : doctor(FlinkFileSystems.localPath(checkpoint));
     }
 
@@ -330,16 +345,31 @@ public final class CheckpointSurgeon {
         if (dryRun) {
             return planHa(haFile, surgery);
         }
-        return Commit.runOne(new HaFileRepair(haFile, surgery, false));
+        return Repairs.repairHa(haFile, surgery);
     }
 
-    /** What happened to one HA file in {@link #repairHa(List, Surgery)}. */
+    /** What happened to one HA file in {@link #repairHa(List, Surgery)} or {@link #planHa(List, Surgery)}. */
     public static final class HaRepair {
+        /** {@link #toString()} is the status's spelling in JSON. */
+        public enum Status {
+            /** Planned only: nothing was written. */
+            PLANNED,
+            /** The surgery selects nothing in the file (repaired by an earlier run?); it was left as it is. */
+            SKIPPED,
+            /** Repaired: the new file is in place, the old one kept as the plan's backup. */
+            SWITCHED;
+
+            @Override
+            public String toString() {
+                return Spelling.of(this);
+            }
+        }
+
         private final Path file;
-        private final String status;
+        private final Status status;
         private final SurgeryPlan plan;
 
-        public HaRepair(Path file, String status, SurgeryPlan plan) {
+        public HaRepair(Path file, Status status, SurgeryPlan plan) {
             this.file = file;
             this.status = status;
             this.plan = plan;
@@ -349,7 +379,7 @@ public final class CheckpointSurgeon {
             return file;
         }
 
-        public String status() {
+        public Status status() {
             return status;
         }
 
@@ -384,54 +414,68 @@ public final class CheckpointSurgeon {
      * as new or old, with its backup.
      */
     public static List<HaRepair> repairHa(List<Path> haFiles, Surgery surgery) throws CheckpointSurgeonException {
-        List<HaFileRepair> units = new java.util.ArrayList<>();
-        for (Path f : haFiles) units.add(new HaFileRepair(f, surgery, true));
-        List<Commit.Outcome> outcomes = Commit.run(units);
-        List<HaRepair> out = new java.util.ArrayList<>();
-        boolean any = false;
-        for (Commit.Outcome o : outcomes) {
-            any |= o.plan != null;
-            out.add(new HaRepair(((HaFileRepair) o.unit).file, o.status, o.plan));
-        }
-        if (!any) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "the surgery selects nothing in any of the "
-                    + haFiles.size() + " HA file(s)");
-        }
-        return out;
+        Objects.requireNonNull(surgery, "surgery");
+        return Repairs.repairHa(List.copyOf(haFiles), surgery);
     }
 
     /** The plan of a surgery on an HA file; writes nothing. */
     public static SurgeryPlan planHa(Path haFile, Surgery surgery) throws CheckpointSurgeonException {
-        HaCheckpoint ha = HaCheckpoint.read(haFile);
-        Surgery s = HaFileRepair.relocatePointers(ha, surgery);
-        return Native.plan(Native.source(ha.metadataBytes(), haFile.toString(), ha.checkpointDir()), s, null,
-                null).plan;
+        Objects.requireNonNull(surgery, "surgery");
+        return Repairs.planHa(haFile, surgery);
     }
 
     /**
-     * What to do about a finding: examine the checkpoint ({@code inspect}, or {@code inspect-subtasks}
-     * for every subtask's handles), or run a surgery on it ({@code remove-state}, {@code dedupe-union}
-     * of {@link #state()} in operator {@link #operatorId()}; {@code kafka migrate-legacy} of operator
-     * {@link #operatorId()}, whose surgery needs the new job's connector version, so {@link #surgery()}
-     * is null for it). {@link #surgery()} gives the surgery to
-     * pass to {@link #apply}; the CLI prints the command line.
+     * The plans of a surgery on several HA files, each with status {@code PLANNED}, or
+     * {@code SKIPPED} where the surgery selects nothing; if it selects nothing in any of them, this
+     * throws {@code NOTHING_SELECTED}. Each file is reported to the progress listener as it starts.
+     * Writes nothing.
+     */
+    public static List<HaRepair> planHa(List<Path> haFiles, Surgery surgery) throws CheckpointSurgeonException {
+        Objects.requireNonNull(surgery, "surgery");
+        return Repairs.planHa(List.copyOf(haFiles), surgery);
+    }
+
+    /**
+     * What to do about a finding: examine the checkpoint ({@code INSPECT}, or
+     * {@code INSPECT_SUBTASKS} for every subtask's handles), or run a surgery on it
+     * ({@code REMOVE_STATE} or {@code DEDUPE_UNION} of {@link #state()} in operator
+     * {@link #operatorId()}; {@code MIGRATE_KAFKA_LEGACY} of operator {@link #operatorId()}, whose
+     * surgery needs the new job's connector version, so {@link #surgery()} is null for it).
+     * {@link #surgery()} gives the surgery to pass to {@link #apply}; an application shows the
+     * remedy its own way (the CLI as a command line).
      */
     public static final class Remedy {
-        private final String action;
+        /** What a remedy does; {@link #toString()} is its spelling in JSON. */
+        public enum Action {
+            INSPECT,
+            INSPECT_SUBTASKS,
+            REMOVE_STATE,
+            DEDUPE_UNION,
+            /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
+            MIGRATE_KAFKA_LEGACY;
+
+            @Override
+            public String toString() {
+                // the JSON spelling of the releases before this enum
+                return this == MIGRATE_KAFKA_LEGACY ? "kafka migrate-legacy" : Spelling.of(this);
+            }
+        }
+
+        private final Action action;
         private final String operatorId;
         private final String state;
 
-        public Remedy(String action, String operatorId, String state) {
+        public Remedy(Action action, String operatorId, String state) {
             this.action = Objects.requireNonNull(action, "action");
             this.operatorId = operatorId;
             this.state = state;
         }
 
         static Remedy inspect(boolean subtasks) {
-            return new Remedy(subtasks ? "inspect-subtasks" : "inspect", null, null);
+            return new Remedy(subtasks ? Action.INSPECT_SUBTASKS : Action.INSPECT, null, null);
         }
 
-        public String action() {
+        public Action action() {
             return action;
         }
 
@@ -445,13 +489,13 @@ public final class CheckpointSurgeon {
             return state;
         }
 
-        /** The surgery this remedy is, or null when it only examines. */
+        /** The surgery this remedy is, or null when it only examines or needs more than the finding knows. */
         public Surgery surgery() {
             Surgery.OperatorSelector op = operatorId == null ? null : Surgery.OperatorSelector.id(operatorId);
             switch (action) {
-                case "remove-state":
+                case REMOVE_STATE:
                     return Surgery.removeState(op, state);
-                case "dedupe-union":
+                case DEDUPE_UNION:
                     return Surgery.dedupeUnion(op, state);
                 default:
                     return null;
@@ -462,7 +506,7 @@ public final class CheckpointSurgeon {
         public boolean equals(Object o) {
             if (!(o instanceof Remedy)) return false;
             Remedy that = (Remedy) o;
-            return action.equals(that.action) && Objects.equals(operatorId, that.operatorId)
+            return action == that.action && Objects.equals(operatorId, that.operatorId)
                     && Objects.equals(state, that.state);
         }
 
@@ -478,17 +522,22 @@ public final class CheckpointSurgeon {
     }
 
     /**
-     * A problem {@link #doctor} found: severity ({@code ERROR}, {@code WARNING}), a stable code, what
-     * is wrong, the remedy that fixes or examines it, and alternative remedies.
+     * A problem {@link #doctor} found: severity, a stable code, what is wrong, the remedy that fixes
+     * or examines it, and alternative remedies.
      */
     public static final class Finding {
-        private final String severity;
+        /** How bad a finding is: an {@code ERROR} keeps a job from restoring or will; a {@code WARNING} may. */
+        public enum Severity {
+            ERROR, WARNING
+        }
+
+        private final Severity severity;
         private final String code;
         private final String message;
         private final Remedy fix;
         private final List<Remedy> alternatives;
 
-        public Finding(String severity, String code, String message, Remedy fix, List<Remedy> alternatives) {
+        public Finding(Severity severity, String code, String message, Remedy fix, List<Remedy> alternatives) {
             this.severity = severity;
             this.code = code;
             this.message = message;
@@ -496,7 +545,7 @@ public final class CheckpointSurgeon {
             this.alternatives = List.copyOf(alternatives);
         }
 
-        public String severity() {
+        public Severity severity() {
             return severity;
         }
 
@@ -521,7 +570,7 @@ public final class CheckpointSurgeon {
             if (this == o) return true;
             if (!(o instanceof Finding)) return false;
             Finding that = (Finding) o;
-            return Objects.equals(severity, that.severity) && Objects.equals(code, that.code)
+            return severity == that.severity && Objects.equals(code, that.code)
                     && Objects.equals(message, that.message) && Objects.equals(fix, that.fix)
                     && Objects.equals(alternatives, that.alternatives);
         }
@@ -564,109 +613,8 @@ public final class CheckpointSurgeon {
     public static Object apply(Object checkpointMetadata, Surgery surgery, Path checkpointDir)
             throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpointMetadata, "checkpointMetadata");
-        HaCheckpoint.requireFlink(Path.of("CheckpointMetadata"));
-        FlinkObject unit = new FlinkObject("CheckpointMetadata", checkpointDir, surgery) {
-            @Override
-            byte[] metadataBytes() throws CheckpointSurgeonException {
-                try {
-                    return HaCheckpoint.store(checkpointMetadata);
-                } catch (java.lang.reflect.InvocationTargetException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink could not serialize the checkpoint"
-                            + " metadata: " + e.getCause(), e.getCause());
-                } catch (ReflectiveOperationException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink's checkpoint classes are not usable: "
-                            + e, e);
-                }
-            }
-
-            @Override
-            Object load(byte[] metadata) throws CheckpointSurgeonException {
-                try {
-                    return HaCheckpoint.load(metadata, dir == null ? null : dir.toString());
-                } catch (java.lang.reflect.InvocationTargetException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink rejected the new checkpoint metadata: "
-                            + e.getCause(), e.getCause());
-                } catch (ReflectiveOperationException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "Flink's checkpoint classes are not usable: "
-                            + e, e);
-                }
-            }
-
-            @Override
-            void switchTo(Object loaded) {
-                // the caller receives the new object
-            }
-        };
-        Commit.runOne(unit);
-        return unit.loaded;
-    }
-
-    /**
-     * A Flink object in memory as a unit of the commit sequence: stage writes new state files into
-     * the checkpoint directory (locked), validate is Flink's loader building the new object, and the
-     * switch hands it over.
-     */
-    private abstract static class FlinkObject implements Commit.Unit {
-        final String name;
-        final Path dir;
-        final Surgery surgery;
-        Commit.StagedBytes staged;
-        Object loaded;
-
-        FlinkObject(String name, Path dir, Surgery surgery) {
-            this.name = name;
-            this.dir = dir == null ? null : dir.toAbsolutePath().normalize();
-            this.surgery = surgery;
-        }
-
-        abstract byte[] metadataBytes() throws CheckpointSurgeonException;
-
-        abstract Object load(byte[] metadata) throws CheckpointSurgeonException;
-
-        abstract void switchTo(Object loaded) throws CheckpointSurgeonException;
-
-        @Override
-        public String name() {
-            return name;
-        }
-
-        @Override
-        public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
-            if (dir != null) locks.lock(dir);
-        }
-
-        @Override
-        public boolean stage(Commit.Undo undo) throws CheckpointSurgeonException {
-            staged = Commit.stageBytes(metadataBytes(), name, dir, surgery, undo);
-            return true;
-        }
-
-        @Override
-        public String validate() throws CheckpointSurgeonException {
-            loaded = load(staged.metadata);
-            return "loaded by Flink " + FlinkJudge.flinkVersion();
-        }
-
-        @Override
-        public void place(Commit.Undo undo) {
-            // new state files are already in the checkpoint directory
-        }
-
-        @Override
-        public String backup(Commit.Undo undo) {
-            return null;
-        }
-
-        @Override
-        public void switchOver() throws CheckpointSurgeonException {
-            switchTo(loaded);
-        }
-
-        @Override
-        public SurgeryPlan result(String backup, String validation) {
-            return staged.staged.plan.withResult(new SurgeryPlan.Result(name, staged.metadata.length,
-                    staged.staged.written, List.of(), List.of(), null, validation));
-        }
+        Objects.requireNonNull(surgery, "surgery");
+        return Repairs.applyToCheckpointMetadata(checkpointMetadata, surgery, checkpointDir);
     }
 
     /**
@@ -675,30 +623,27 @@ public final class CheckpointSurgeon {
      */
     public static SurgeryPlan applyToCompletedCheckpoint(Object completedCheckpoint, Surgery surgery)
             throws CheckpointSurgeonException {
-        HaCheckpoint.requireFlink(Path.of("CompletedCheckpoint"));
-        HaCheckpoint ha = HaCheckpoint.of(completedCheckpoint);
-        return Commit.runOne(new FlinkObject("CompletedCheckpoint " + ha.checkpointId, ha.checkpointDir(), surgery) {
-            @Override
-            byte[] metadataBytes() throws CheckpointSurgeonException {
-                return ha.metadataBytes();
-            }
+        Objects.requireNonNull(surgery, "surgery");
+        return Repairs.applyToCompletedCheckpoint(completedCheckpoint, surgery);
+    }
 
-            @Override
-            Object load(byte[] metadata) throws CheckpointSurgeonException {
-                try {
-                    return HaCheckpoint.load(metadata, ha.externalPointer);
-                } catch (java.lang.reflect.InvocationTargetException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": Flink's loader rejected the repaired"
-                            + " metadata: " + e.getCause(), e.getCause());
-                } catch (ReflectiveOperationException e) {
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": " + e, e);
-                }
-            }
-
-            @Override
-            void switchTo(Object loaded) throws CheckpointSurgeonException {
-                ha.replaceOperatorStates(staged.metadata);
-            }
-        });
+    /**
+     * The checkpoints a path names: itself when it holds {@code _metadata} (or is one, or is a
+     * Flink path), else every directory below it, two levels deep, that holds {@code _metadata}
+     * (a job's {@code chk-*}, a savepoint directory's {@code savepoint-*}), in name order.
+     */
+    public static List<String> checkpointsUnder(String path) throws CheckpointSurgeonException {
+        if (isFlinkPath(path)) return List.of(path);
+        Path p = Path.of(path);
+        if (p.getFileName() != null && p.getFileName().toString().equals("_metadata")
+                || Files.isRegularFile(p.resolve("_metadata"))) {
+            return List.of(path);
+        }
+        try (Stream<Path> s = Files.find(p, 3,
+                (f, a) -> a.isRegularFile() && f.getFileName().toString().equals("_metadata"))) {
+            return s.map(f -> f.getParent().toString()).sorted().collect(Collectors.toList());
+        } catch (IOException | UncheckedIOException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, path + ": " + e, e);
+        }
     }
 }

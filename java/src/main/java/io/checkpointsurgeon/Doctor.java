@@ -3,6 +3,7 @@ package io.checkpointsurgeon;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
 import io.checkpointsurgeon.flink.StateFile;
+import io.checkpointsurgeon.internal.Native;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,8 +13,11 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 
-/** Finds what is wrong with a checkpoint and the command that fixes it. */
+/** Finds what is wrong with a checkpoint and the remedy that fixes it. */
 final class Doctor {
+    private static final CheckpointSurgeon.Finding.Severity ERROR = CheckpointSurgeon.Finding.Severity.ERROR;
+    private static final CheckpointSurgeon.Finding.Severity WARNING = CheckpointSurgeon.Finding.Severity.WARNING;
+
     /** Flink's default {@code akka.framesize} / {@code pekko.framesize}: 10 MiB. */
     static final long RPC_FRAME = 10L * 1024 * 1024;
     /** The largest inline state (`state.storage.fs.memory-threshold` maximum): 1 MiB. */
@@ -33,7 +37,7 @@ final class Doctor {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
             } catch (CheckpointSurgeonException e) {
-                out.add(new CheckpointSurgeon.Finding("ERROR", "FLINK_REJECTS_METADATA", "Flink " + FlinkJudge.flinkVersion()
+                out.add(new CheckpointSurgeon.Finding(ERROR, "FLINK_REJECTS_METADATA", "Flink " + FlinkJudge.flinkVersion()
                         + " cannot load this _metadata, so a restore from it fails: " + e.getMessage(),
                         CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
@@ -48,9 +52,9 @@ final class Doctor {
         Path jobDir = dir.getParent() == null ? dir : dir.getParent();
         List<String> missing = new ArrayList<>();
         List<String> outside = new ArrayList<>();
-        for (StateFile f : Native.stateFiles(Wire.source(metadata))) {
+        for (StateFile f : Native.stateFiles(metadata)) {
             Path file;
-            if (f.kind().equals("relative")) {
+            if (f.kind() == StateFile.Kind.RELATIVE) {
                 file = dir.resolve(f.path());
             } else if (f.path().startsWith("file:") || f.path().startsWith("/")) {
                 file = FlinkFileSystems.localPath(f.path());
@@ -64,15 +68,19 @@ final class Doctor {
             }
         }
         if (!missing.isEmpty()) {
-            out.add(new CheckpointSurgeon.Finding("ERROR", "STATE_FILE_MISSING", String.format(Locale.ROOT,
+            out.add(new CheckpointSurgeon.Finding(ERROR, "STATE_FILE_MISSING", String.format(Locale.ROOT,
                     "%d state file(s) that _metadata references do not exist, so a restore fails: %s",
                     missing.size(), sample(missing)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
         if (!outside.isEmpty()) {
-            out.add(new CheckpointSurgeon.Finding("WARNING", "STATE_FILE_OUTSIDE_JOB_DIR", String.format(Locale.ROOT,
+            out.add(new CheckpointSurgeon.Finding(WARNING, "STATE_FILE_OUTSIDE_JOB_DIR", String.format(Locale.ROOT,
                     "%d state file(s) lie outside the job directory %s (copied or moved checkpoint?): %s",
                     outside.size(), jobDir, sample(outside)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
+    }
+
+    private static CheckpointSurgeon.Remedy remedy(CheckpointSurgeon.Remedy.Action action, String operatorId, String state) {
+        return new CheckpointSurgeon.Remedy(action, operatorId, state);
     }
 
     private static boolean realInside(Path file, Path jobDir) {
@@ -91,7 +99,7 @@ final class Doctor {
     static List<CheckpointSurgeon.Finding> examine(InspectReport r, String path) {
         List<CheckpointSurgeon.Finding> out = new ArrayList<>();
         if (r.metadataBytes() > RPC_FRAME / 2) {
-            out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? "ERROR" : "WARNING", "METADATA_SIZE",
+            out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? ERROR : WARNING, "METADATA_SIZE",
                     String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",
                             InspectReport.formatBytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
                     CheckpointSurgeon.Remedy.inspect(false), List.of()));
@@ -100,7 +108,7 @@ final class Doctor {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     if (h.streamError().isEmpty()) continue;
-                    out.add(new CheckpointSurgeon.Finding("ERROR", "STATE_STREAM_UNREADABLE", String.format(Locale.ROOT,
+                    out.add(new CheckpointSurgeon.Finding(ERROR, "STATE_STREAM_UNREADABLE", String.format(Locale.ROOT,
                             "the operator state of operator %s subtask %d cannot be read, so a restore fails: %s",
                             op.id(), s.index(), h.streamError()), CheckpointSurgeon.Remedy.inspect(true),
                             List.of()));
@@ -128,15 +136,15 @@ final class Doctor {
                         && copies.get(0).elements() > copies.get(0).distinctElements();
                 if (identical && repeats) {
                     staleUnion.add(op.id() + "\u0000" + t.name());
-                    out.add(new CheckpointSurgeon.Finding("ERROR", "STALE_UNION_STATE", String.format(Locale.ROOT,
+                    out.add(new CheckpointSurgeon.Finding(ERROR, "STALE_UNION_STATE", String.format(Locale.ROOT,
                             "union state '%s' of operator %s is identical in all %d subtasks and repeats its values"
                                     + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
                                     + " no longer reads, which multiplies by the parallelism on every restore%s",
                             t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements(),
                             known == null ? "" : " (" + StaleStates.explain(known) + ")"),
-                            new CheckpointSurgeon.Remedy("remove-state", op.id(), t.name()),
+                            remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
-                            List.of(new CheckpointSurgeon.Remedy("dedupe-union", op.id(), t.name()))));
+                            List.of(remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, op.id(), t.name()))));
                 }
             }
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -144,7 +152,7 @@ final class Doctor {
                     boolean hasUnion = h.states().stream().anyMatch(x -> x.mode().equals("UNION"));
                     if (h.inline() && hasUnion) deployment += h.delegateSize();
                     if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
-                        out.add(new CheckpointSurgeon.Finding("WARNING", "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
+                        out.add(new CheckpointSurgeon.Finding(WARNING, "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
                                 "operator %s subtask %d keeps %s of state inline in _metadata (the inline maximum is 1 MiB)",
                                 op.id(), s.index(), InspectReport.formatBytes(h.delegateSize())), CheckpointSurgeon.Remedy.inspect(true),
                                 List.of()));
@@ -152,7 +160,7 @@ final class Doctor {
                 }
             }
             if (deployment > RPC_FRAME / 2) {
-                out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? "ERROR" : "WARNING", "DEPLOYMENT_SIZE",
+                out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? ERROR : WARNING, "DEPLOYMENT_SIZE",
                         String.format(Locale.ROOT, "every subtask of operator %s receives about %s of union state handles on"
                                 + " restore, %s the default RPC frame size of 10 MiB", op.id(), InspectReport.formatBytes(deployment),
                                 deployment > RPC_FRAME ? "over" : "over half of"),
@@ -173,10 +181,10 @@ final class Doctor {
                                 Class.forName(c, false, cl);
                             } catch (ClassNotFoundException | LinkageError e) {
                                 missing.add(op.id() + c);
-                                out.add(new CheckpointSurgeon.Finding("ERROR", "SERIALIZER_CLASS_MISSING", String.format(
+                                out.add(new CheckpointSurgeon.Finding(ERROR, "SERIALIZER_CLASS_MISSING", String.format(
                                         Locale.ROOT, "state '%s' of operator %s needs serializer class %s, which is not on"
                                                 + " the classpath: a restore with this classpath fails", st.name(), op.id(), c),
-                                        new CheckpointSurgeon.Remedy("remove-state", op.id(), st.name()),
+                                        remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), st.name()),
                                         List.of()));
                             }
                         }
@@ -196,20 +204,20 @@ final class Doctor {
             for (InspectReport.StateTotal t : op.stateTotals()) {
                 StaleStates.Entry e = StaleStates.match(op, t);
                 if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
-                out.add(new CheckpointSurgeon.Finding("WARNING", "CONNECTOR_STATE", String.format(Locale.ROOT,
+                out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", String.format(Locale.ROOT,
                         "operator %s holds %s state '%s' (%,d elements, %s) of %s",
                         op.id(), e.mode, t.name(), t.elements(),
                         t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
                         StaleStates.explain(e)),
-                        e == StaleStates.KAFKA ? new CheckpointSurgeon.Remedy("kafka migrate-legacy", op.id(), null)
+                        e == StaleStates.KAFKA ? remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, op.id(), null)
                                 : CheckpointSurgeon.Remedy.inspect(false),
                         e.mode.equals("UNION") && e != StaleStates.KAFKA
-                                ? List.of(new CheckpointSurgeon.Remedy("remove-state", op.id(), t.name())) : List.of()));
+                                ? List.of(remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name())) : List.of()));
             }
             if (op.coordinatorStateBytes() >= StaleStates.CDC_MIN_BYTES
                     && StaleStates.cdcEnumerator(op.coordinatorHead(), op.coordinatorStateBytes())) {
                 StaleStates.Entry e = StaleStates.CDC;
-                out.add(new CheckpointSurgeon.Finding("WARNING", "CONNECTOR_STATE", String.format(Locale.ROOT,
+                out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", String.format(Locale.ROOT,
                         "operator %s has %s of coordinator state laid out as %s of %s. Known: the layout of its"
                                 + " snapshot or hybrid state; a heuristic: that no other source writes it, and that"
                                 + " %s or more is bloat",

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.internal.Json;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -200,6 +201,60 @@ public final class Growth {
         public String toJson() {
             return Json.write(this);
         }
+    }
+
+    /** One operator state of a checkpoint, over all its subtasks. */
+    public static final class StateSize {
+        private final String operatorId;
+        private final String state;
+        private final String mode;
+        private final long elements, bytes, distinct;
+
+        public StateSize(String operatorId, String state, String mode, long elements, long bytes, long distinct) {
+            this.operatorId = operatorId;
+            this.state = state;
+            this.mode = mode;
+            this.elements = elements;
+            this.bytes = bytes;
+            this.distinct = distinct;
+        }
+
+        public String operatorId() {
+            return operatorId;
+        }
+
+        public String state() {
+            return state;
+        }
+
+        public String mode() {
+            return mode;
+        }
+
+        public long elements() {
+            return elements;
+        }
+
+        /** The bytes of its elements (those of unknown size count 0). */
+        public long bytes() {
+            return bytes;
+        }
+
+        /** The most distinct element values one subtask holds (-1 when no stream was read). */
+        public long distinct() {
+            return distinct;
+        }
+    }
+
+    /** Every operator state of a checkpoint, by operator id and state name. */
+    public static List<StateSize> stateSizes(InspectReport r) {
+        Map<List<String>, String> modes = new LinkedHashMap<>();
+        List<StateSize> out = new ArrayList<>();
+        for (Map.Entry<List<String>, long[]> e : states(r, modes).entrySet()) {
+            long[] v = e.getValue();
+            out.add(new StateSize(e.getKey().get(0), e.getKey().get(1), modes.get(e.getKey()), v[0], v[1], v[2]));
+        }
+        return out;
     }
 
     /** Per operator id and state name: elements, bytes, distinct (max per subtask), mode. */
@@ -407,84 +462,16 @@ public final class Growth {
                 }
             }
             if (times >= 2) {
-                findings.add(new CheckpointSurgeon.Finding("ERROR", "UNION_STATE_GROWS_BY_PARALLELISM", String.format(Locale.ROOT,
+                findings.add(new CheckpointSurgeon.Finding(CheckpointSurgeon.Finding.Severity.ERROR, "UNION_STATE_GROWS_BY_PARALLELISM", String.format(Locale.ROOT,
                         "union state '%s' of operator %s is multiplied by the parallelism from checkpoint to checkpoint"
                                 + " (%s): every subtask restores all of it and writes it back, so nothing reads it;"
                                 + " it is %,d elements now and keeps multiplying on every restore",
                         k.get(1), k.get(0), String.join(", ", steps), el.get(el.size() - 1)),
-                        new CheckpointSurgeon.Remedy("remove-state", k.get(0), k.get(1)),
-                        List.of(new CheckpointSurgeon.Remedy("dedupe-union", k.get(0), k.get(1)))));
+                        new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, k.get(0), k.get(1)),
+                        List.of(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, k.get(0),
+                                k.get(1)))));
             }
         }
         return new History(cps, series, findings);
-    }
-
-    /**
-     * A self-contained SVG line chart of the series' element counts over the checkpoints (log
-     * scale), one line per state that has elements, union states drawn thick.
-     */
-    public static String svg(History h) {
-        int w = 760, hgt = 360, left = 70, right = 230, top = 30, bottom = 50;
-        int n = h.checkpoints().size();
-        double max = 1;
-        for (Series s : h.series()) for (long e : s.elements()) max = Math.max(max, e);
-        double logMax = Math.log10(max) <= 0 ? 1 : Math.ceil(Math.log10(max));
-        StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\""
-                + " viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">%n", w, hgt, w, hgt));
-        sb.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", w, hgt));
-        sb.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-size=\"13\">elements per state over checkpoints (log scale)</text>%n", left));
-        int plotW = w - left - right, plotH = hgt - top - bottom;
-        for (int d = 0; d <= logMax; d++) {
-            double y = top + plotH - plotH * d / logMax;
-            sb.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                    + "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n", left, y, left + plotW, y, left - 6, y + 4,
-                    String.format(Locale.ROOT, "%,d", (long) Math.pow(10, d))));
-        }
-        for (int i = 0; i < n; i++) {
-            double x = left + (n == 1 ? plotW / 2.0 : plotW * i / (double) (n - 1));
-            sb.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>%n", x,
-                    top + plotH + 16, h.checkpoints().get(i).id()));
-        }
-        sb.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">checkpoint id</text>%n",
-                left + plotW / 2, top + plotH + 34));
-        String[] colors = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-        int c = 0, legend = 0;
-        for (Series s : h.series()) {
-            if (s.elements().stream().allMatch(e -> e <= 0)) continue;
-            String color = colors[c++ % colors.length];
-            StringBuilder pts = new StringBuilder();
-            for (int i = 0; i < n; i++) {
-                long e = s.elements().get(i);
-                if (e < 0) continue;
-                double x = left + (n == 1 ? plotW / 2.0 : plotW * i / (double) (n - 1));
-                double y = top + plotH - plotH * (e <= 1 ? 0 : Math.log10(e)) / logMax;
-                pts.append(String.format(Locale.ROOT, "%.1f,%.1f ", x, y));
-            }
-            boolean union = "UNION".equals(s.mode());
-            sb.append(String.format(Locale.ROOT, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%d\" points=\"%s\"/>%n",
-                    color, union ? 3 : 1, pts.toString().trim()));
-            if (legend < 16) {
-                int ly = top + 12 + 16 * legend++;
-                sb.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/>"
-                        + "<text x=\"%d\" y=\"%d\">%s</text>%n", left + plotW + 12, ly - 4, color, left + plotW + 28, ly,
-                        xml(s.state() + " (" + s.operatorId().substring(0, 8) + ")")));
-            }
-        }
-        return sb.append("</svg>\n").toString();
-    }
-
-    static String xml(String s) {
-        StringBuilder sb = new StringBuilder();
-        for (char ch : s.toCharArray()) {
-            switch (ch) {
-                case '<': sb.append("&lt;"); break;
-                case '>': sb.append("&gt;"); break;
-                case '&': sb.append("&amp;"); break;
-                case '"': sb.append("&quot;"); break;
-                default: sb.append(ch < 0x20 ? '?' : ch);
-            }
-        }
-        return sb.toString();
     }
 }

@@ -1,9 +1,6 @@
 package io.checkpointsurgeon;
 
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
+import io.checkpointsurgeon.internal.Json;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -185,9 +182,12 @@ public final class InspectReport {
             return coordinatorHead.clone();
         }
 
-        OperatorInfo withCoordinatorHead(byte[] head) {
-            this.coordinatorHead = head.clone();
-            return this;
+        /** This operator with the first bytes of its coordinator state (the report's decoder sets them). */
+        public OperatorInfo withCoordinatorHead(byte[] head) {
+            OperatorInfo o = new OperatorInfo(id, name, uid, parallelism, maxParallelism, coordinatorStateBytes,
+                    fullyFinished, finishedSubtasks, kafkaEnumerator, subtasks);
+            o.coordinatorHead = head.clone();
+            return o;
         }
 
         public boolean fullyFinished() {

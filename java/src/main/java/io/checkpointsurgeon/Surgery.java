@@ -1,7 +1,12 @@
 package io.checkpointsurgeon;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -13,16 +18,30 @@ public final class Surgery {
 
     /** Which operators an operation applies to. */
     public static final class OperatorSelector {
-        private final String kind;
+        /** How a selector names its operators; {@link #toString()} is the kind's name in messages. */
+        public enum Kind {
+            /** Every operator that holds the state. */
+            ALL,
+            /** The operator id (32 hex digits). */
+            ID,
+            /** The uid set in the job, hashed to the operator id as Flink does. */
+            UID,
+            /** The operator name (Flink 2.x metadata only). */
+            NAME;
+
+            @Override
+            public String toString() {
+                return Spelling.of(this);
+            }
+        }
+
+        private final Kind kind;
         private final String value;
 
-        public OperatorSelector(String kind, String value) {
+        public OperatorSelector(Kind kind, String value) {
             Objects.requireNonNull(kind, "kind");
-            if (!List.of("all", "id", "uid", "name").contains(kind)) {
-                throw new IllegalArgumentException("an operator selector is all, id, uid or name; got '" + kind + "'");
-            }
             value = value == null ? "" : value;
-            if (kind.equals("id") && !value.matches("[0-9A-Fa-f]{32}")) {
+            if (kind == Kind.ID && !value.matches("[0-9A-Fa-f]{32}")) {
                 throw new IllegalArgumentException("an operator id is 32 hex digits, as inspect prints it; got '"
                         + value + "'");
             }
@@ -30,7 +49,7 @@ public final class Surgery {
             this.value = value;
         }
 
-        public String kind() {
+        public Kind kind() {
             return kind;
         }
 
@@ -43,37 +62,37 @@ public final class Surgery {
             if (this == o) return true;
             if (!(o instanceof OperatorSelector)) return false;
             OperatorSelector that = (OperatorSelector) o;
-            return java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(value, that.value);
+            return kind == that.kind && value.equals(that.value);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(kind, value);
+            return Objects.hash(kind, value);
         }
 
         /** Every operator that holds the state. */
         public static OperatorSelector all() {
-            return new OperatorSelector("all", "");
+            return new OperatorSelector(Kind.ALL, "");
         }
 
         /** The operator id as Flink prints it (32 hex digits). */
         public static OperatorSelector id(String hex) {
-            return new OperatorSelector("id", hex);
+            return new OperatorSelector(Kind.ID, hex);
         }
 
         /** The uid set with {@code .uid(...)} in the job; hashed to the operator id as Flink does. */
         public static OperatorSelector uid(String uid) {
-            return new OperatorSelector("uid", uid);
+            return new OperatorSelector(Kind.UID, uid);
         }
 
         /** The operator name (only Flink 2.x metadata stores it). */
         public static OperatorSelector name(String name) {
-            return new OperatorSelector("name", name);
+            return new OperatorSelector(Kind.NAME, name);
         }
 
         @Override
         public String toString() {
-            return kind.equals("all") ? "all operators" : kind + " " + value;
+            return kind == Kind.ALL ? "all operators" : kind + " " + value;
         }
 
     }
@@ -86,8 +105,8 @@ public final class Surgery {
         /** {@code KafkaPartitionSplit}'s markers. */
         public static final long EARLIEST = -2, LATEST = -1, COMMITTED = -3;
 
-        final boolean shift;
-        final long value;
+        private final boolean shift;
+        private final long value;
 
         private KafkaStart(boolean shift, long value) {
             this.shift = shift;
@@ -117,6 +136,16 @@ public final class Surgery {
             return new KafkaStart(true, delta);
         }
 
+        /** Whether this moves the current offset by {@link #value()} instead of setting it. */
+        public boolean isShift() {
+            return shift;
+        }
+
+        /** The offset, a marker ({@link #EARLIEST}, {@link #LATEST}, {@link #COMMITTED}) or the shift. */
+        public long value() {
+            return value;
+        }
+
         /** {@code earliest}, {@code latest} or {@code committed}. */
         public static KafkaStart marker(String name) {
             switch (name) {
@@ -140,68 +169,43 @@ public final class Surgery {
         }
     }
 
-    /** One operation; the native library gets it through {@link Wire#request}. */
-    static final class Operation {
-        /** The operation and its tag on the wire. */
-        enum Kind {
-            REMOVE_STATE(1), REMOVE_OPERATOR(2), DEDUPE_UNION(3), RENAME_OPERATOR(4), RELOCATE(5), KAFKA(6);
+    /**
+     * What a surgery consists of, one call per operation in the order they were added, with the
+     * arguments of the factory that added it ({@link #accept}). The wire encodes a surgery this
+     * way, and an application can describe one.
+     */
+    public interface Visitor {
+        void removeState(OperatorSelector operators, String state);
 
-            final int tag;
+        void removeOperator(OperatorSelector operator);
 
-            Kind(int tag) {
-                this.tag = tag;
-            }
-        }
+        void dedupeUnion(OperatorSelector operators, String state);
 
-        final Kind kind;
-        final OperatorSelector operators;
-        /** remove-state, dedupe-union: the state name. */
-        final String state;
-        /** rename-operator: the new uid, or else the new operator id; and the new name (or null). */
-        final String toUid, toOperatorId, toName;
-        /** relocate: the old and the new path prefix. */
-        final String from, to;
-        /** relocate: a path outside {@code _metadata} (an HA file's pointer) was moved, so none inside must match. */
-        final boolean outside;
-        /** Kafka: the operation (0 migrate-legacy, 1 drop-topic, 2 set-offsets) and its arguments. */
-        int kafkaOp;
-        int enumeratorStateVersion;
-        Integer parallelism, partition;
-        String topic;
-        KafkaStart start;
+        /** {@code newUid} or, when it is null, {@code newOperatorId}; {@code newName} may be null. */
+        void renameOperator(OperatorSelector operator, String newUid, String newOperatorId, String newName);
 
-        private Operation(Kind kind, OperatorSelector operators, String state, String toUid, String toOperatorId,
-                String toName) {
-            this.kind = kind;
-            this.operators = Objects.requireNonNull(operators, "operators");
-            this.state = state;
-            this.toUid = toUid;
-            this.toOperatorId = toOperatorId;
-            this.toName = toName;
-            this.from = null;
-            this.to = null;
-            this.outside = false;
-        }
+        void relocate(String fromPrefix, String toPrefix);
 
-        private Operation(String from, String to, boolean outside) {
-            this.kind = Kind.RELOCATE;
-            this.operators = OperatorSelector.all();
-            this.state = null;
-            this.toUid = null;
-            this.toOperatorId = null;
-            this.toName = null;
-            this.from = from;
-            this.to = to;
-            this.outside = outside;
-        }
+        /** {@code parallelism} and {@code offsetNotSet} may be null. */
+        void migrateKafkaLegacy(OperatorSelector operators, int enumeratorStateVersion, Integer parallelism,
+                KafkaStart offsetNotSet);
+
+        /** {@code partition} may be null (every partition). */
+        void dropKafkaTopic(OperatorSelector operators, String topic, Integer partition);
+
+        /** {@code partition} may be null (every partition). */
+        void setKafkaOffsets(OperatorSelector operators, String topic, Integer partition, KafkaStart to);
+    }
+
+    /** One operation: a call of {@link Visitor} to replay. */
+    private interface Operation {
+        void replay(Visitor v);
     }
 
     private final List<Operation> operations = new ArrayList<>();
     private boolean metadataOnly;
     private boolean copyUnchangedFiles;
     private boolean referenceUnchangedFiles;
-    /** The source directory the unchanged files are referenced in; set by the apply route. */
-    private String referencedSource;
 
     private Surgery() {}
 
@@ -235,6 +239,46 @@ public final class Surgery {
      */
     public static Surgery rename(OperatorSelector operator, String newUid, String newOperatorId, String newName) {
         return new Surgery().andRenameOperator(operator, newUid, newOperatorId, newName);
+    }
+
+    /**
+     * The renames of a map file: lines {@code OLD NEW}, OLD an operator id (32 hex digits, as
+     * inspect prints it) or a uid, NEW the new uid; separated by a tab, or by spaces when neither
+     * contains one; blank lines and lines starting with {@code #} are skipped. Two lines with one
+     * target are refused (two operators cannot share an id), naming both lines.
+     */
+    public static Surgery renameOperators(Path mapFile) throws CheckpointSurgeonException {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(mapFile);
+        } catch (IOException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, mapFile + ": " + e, e);
+        }
+        Surgery s = null;
+        Map<String, Integer> targets = new HashMap<>();
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i).strip();
+            if (line.isEmpty() || line.startsWith("#")) continue;
+            String[] f = line.indexOf('\t') >= 0 ? line.split("\t", 2) : line.split("\\s+", 2);
+            if (f.length != 2 || f[0].isEmpty() || f[1].strip().isEmpty()) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, mapFile + " line "
+                        + (i + 1) + ": expected 'OLD NEW' (an operator id or uid, then the new uid), found '" + line + "'");
+            }
+            String target = f[1].strip();
+            Integer before = targets.put(target, i + 1);
+            if (before != null) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, mapFile + " line "
+                        + (i + 1) + ": uid '" + target + "' is also the target of line " + before
+                        + "; two operators cannot share an id");
+            }
+            OperatorSelector from = f[0].matches("[0-9A-Fa-f]{32}") ? OperatorSelector.id(f[0]) : OperatorSelector.uid(f[0]);
+            s = s == null ? renameOperator(from, target) : s.andRenameOperator(from, target, null, null);
+        }
+        if (s == null) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, mapFile
+                    + ": no 'OLD NEW' line");
+        }
+        return s;
     }
 
     // ---- Kafka
@@ -285,11 +329,8 @@ public final class Surgery {
             throw new IllegalArgumentException("OFFSET_NOT_SET maps onto earliest, latest or committed");
         }
         if (parallelism != null && parallelism < 1) throw new IllegalArgumentException("parallelism " + parallelism);
-        Operation op = kafka(operators, 0);
-        op.enumeratorStateVersion = enumeratorStateVersion;
-        op.parallelism = parallelism;
-        op.start = offsetNotSet;
-        return new Surgery().and(op);
+        Objects.requireNonNull(operators, "operators");
+        return new Surgery().and(v -> v.migrateKafkaLegacy(operators, enumeratorStateVersion, parallelism, offsetNotSet));
     }
 
     /**
@@ -298,10 +339,9 @@ public final class Surgery {
      * longer subscribes to the topic stops reading it (FLINK-34089).
      */
     public static Surgery dropKafkaTopic(OperatorSelector operators, String topic, Integer partition) {
-        Operation op = kafka(operators, 1);
-        op.topic = checkTopic(topic);
-        op.partition = partition;
-        return new Surgery().and(op);
+        Objects.requireNonNull(operators, "operators");
+        checkTopic(topic);
+        return new Surgery().and(v -> v.dropKafkaTopic(operators, topic, partition));
     }
 
     /**
@@ -309,17 +349,10 @@ public final class Surgery {
      * null) in the readers' state, and in the enumerator's where it holds offsets (version 3).
      */
     public static Surgery setKafkaOffsets(OperatorSelector operators, String topic, Integer partition, KafkaStart to) {
-        Operation op = kafka(operators, 2);
-        op.topic = checkTopic(topic);
-        op.partition = partition;
-        op.start = Objects.requireNonNull(to, "to");
-        return new Surgery().and(op);
-    }
-
-    private static Operation kafka(OperatorSelector operators, int kafkaOp) {
-        Operation op = new Operation(Operation.Kind.KAFKA, operators, null, null, null, null);
-        op.kafkaOp = kafkaOp;
-        return op;
+        Objects.requireNonNull(operators, "operators");
+        checkTopic(topic);
+        Objects.requireNonNull(to, "to");
+        return new Surgery().and(v -> v.setKafkaOffsets(operators, topic, partition, to));
     }
 
     private Surgery and(Operation op) {
@@ -334,18 +367,20 @@ public final class Surgery {
     }
 
     public Surgery andRemoveState(OperatorSelector operators, String stateName) {
-        operations.add(new Operation(Operation.Kind.REMOVE_STATE, operators, checkName(stateName), null, null, null));
-        return this;
+        checkName(stateName);
+        Objects.requireNonNull(operators, "operators");
+        return and(v -> v.removeState(operators, stateName));
     }
 
     public Surgery andRemoveOperator(OperatorSelector operator) {
-        operations.add(new Operation(Operation.Kind.REMOVE_OPERATOR, operator, null, null, null, null));
-        return this;
+        Objects.requireNonNull(operator, "operators");
+        return and(v -> v.removeOperator(operator));
     }
 
     public Surgery andDedupeUnion(OperatorSelector operators, String stateName) {
-        operations.add(new Operation(Operation.Kind.DEDUPE_UNION, operators, checkName(stateName), null, null, null));
-        return this;
+        checkName(stateName);
+        Objects.requireNonNull(operators, "operators");
+        return and(v -> v.dedupeUnion(operators, stateName));
     }
 
     /**
@@ -360,8 +395,8 @@ public final class Surgery {
             throw new IllegalArgumentException("the new uid is empty");
         }
         if (newOperatorId != null) OperatorSelector.id(newOperatorId);
-        operations.add(new Operation(Operation.Kind.RENAME_OPERATOR, operator, null, newUid, newOperatorId, newName));
-        return this;
+        Objects.requireNonNull(operator, "operators");
+        return and(v -> v.renameOperator(operator, newUid, newOperatorId, newName));
     }
 
     /**
@@ -378,8 +413,7 @@ public final class Surgery {
     public Surgery andRelocate(String fromPrefix, String toPrefix) {
         Objects.requireNonNull(fromPrefix, "fromPrefix");
         Objects.requireNonNull(toPrefix, "toPrefix");
-        operations.add(new Operation(fromPrefix, toPrefix, false));
-        return this;
+        return and(v -> v.relocate(fromPrefix, toPrefix));
     }
 
     /**
@@ -392,46 +426,9 @@ public final class Surgery {
         return this;
     }
 
-    boolean referencesUnchanged() {
+    /** Whether the unchanged files are to be referenced where they are ({@link #referenceUnchangedFiles()}). */
+    public boolean referencesUnchangedFiles() {
         return referenceUnchangedFiles;
-    }
-
-    /**
-     * This surgery with its {@code n}-th relocation marked as having moved a path outside
-     * {@code _metadata} (an HA file's pointers), so that no path inside needs to match.
-     */
-    Surgery withOutsideRelocated(int n) {
-        Surgery s = copy();
-        int seen = 0;
-        for (int i = 0; i < s.operations.size(); i++) {
-            Operation op = s.operations.get(i);
-            if (op.kind == Operation.Kind.RELOCATE && seen++ == n) {
-                s.operations.set(i, new Operation(op.from, op.to, true));
-            }
-        }
-        return s;
-    }
-
-    /** This surgery with the unchanged files referenced in {@code sourceDir} (a Flink path or {@code file:} URI). */
-    Surgery referencing(String sourceDir) {
-        Surgery s = copy();
-        s.referenceUnchangedFiles = true;
-        s.referencedSource = sourceDir;
-        return s;
-    }
-
-    private Surgery copy() {
-        Surgery s = new Surgery();
-        s.operations.addAll(operations);
-        s.metadataOnly = metadataOnly;
-        s.copyUnchangedFiles = copyUnchangedFiles;
-        s.referenceUnchangedFiles = referenceUnchangedFiles;
-        s.referencedSource = referencedSource;
-        return s;
-    }
-
-    String referencedSource() {
-        return referencedSource;
     }
 
     /**
@@ -449,25 +446,19 @@ public final class Surgery {
         return this;
     }
 
-    boolean copyUnchanged() {
+    /** Whether unchanged files are copied rather than linked ({@link #copyUnchangedFiles()}). */
+    public boolean copiesUnchangedFiles() {
         return copyUnchangedFiles;
     }
 
-    boolean isMetadataOnly() {
+    /** Whether removed states are dropped from the handle maps only ({@link #metadataOnly()}). */
+    public boolean isMetadataOnly() {
         return metadataOnly;
     }
 
-    /** The relocations of this surgery, in order: {from, to} each. */
-    List<String[]> relocations() {
-        List<String[]> r = new ArrayList<>();
-        for (Operation op : operations) {
-            if (op.kind == Operation.Kind.RELOCATE) r.add(new String[] {op.from, op.to});
-        }
-        return r;
-    }
-
-    List<Operation> operations() {
-        return List.copyOf(operations);
+    /** Replays the operations of this surgery, in the order they were added, on {@code visitor}. */
+    public void accept(Visitor visitor) {
+        for (Operation op : operations) op.replay(visitor);
     }
 
     private static String checkName(String s) {

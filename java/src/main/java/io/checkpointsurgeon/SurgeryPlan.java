@@ -1,20 +1,27 @@
 package io.checkpointsurgeon;
 
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
+import io.checkpointsurgeon.internal.Json;
 import java.util.List;
 
 /**
  * What a surgery removes and writes; after {@code apply}, also what it wrote ({@link #result()}).
- *
- * The {@code depth} is {@code purge} or {@code metadata-only}.
  */
 public final class SurgeryPlan {
+    /** How deep a removal goes; {@link #toString()} is its spelling in JSON and text. */
+    public enum Depth {
+        /** Removed states are cut out of the streams too (the default). */
+        PURGE,
+        /** Removed states are dropped from {@code _metadata}'s handle maps only ({@link Surgery#metadataOnly()}). */
+        METADATA_ONLY;
+
+        @Override
+        public String toString() {
+            return Spelling.of(this);
+        }
+    }
+
     private final String source;
-    private final String depth;
+    private final Depth depth;
     private final long metadataBytesBefore;
     private final long metadataBytesAfter;
     private final List<Change> changes;
@@ -22,11 +29,11 @@ public final class SurgeryPlan {
     private final Result result;
     private final List<Relocation> relocated;
 
-    public SurgeryPlan(String source, String depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result) {
+    public SurgeryPlan(String source, Depth depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result) {
         this(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result, List.of());
     }
 
-    public SurgeryPlan(String source, String depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result, List<Relocation> relocated) {
+    public SurgeryPlan(String source, Depth depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result, List<Relocation> relocated) {
         this.relocated = relocated;
         this.source = source;
         this.depth = depth;
@@ -41,7 +48,7 @@ public final class SurgeryPlan {
         return source;
     }
 
-    public String depth() {
+    public Depth depth() {
         return depth;
     }
 
@@ -313,10 +320,6 @@ public final class SurgeryPlan {
             return "Result[metadataPath=" + metadataPath + ", metadataBytes=" + metadataBytes + ", written=" + written + ", linked=" + linked + ", copied=" + copied + ", backup=" + backup + ", flinkValidation=" + flinkValidation + "]";
         }
 
-        Result withValidation(String v) {
-            return new Result(metadataPath, metadataBytes, written, linked, copied, backup, v);
-        }
-
     }
 
     public long elementsRemoved() {
@@ -331,30 +334,8 @@ public final class SurgeryPlan {
         return Json.write(this);
     }
 
-    SurgeryPlan withResult(Result r) {
+    /** This plan with what {@code apply} wrote. */
+    public SurgeryPlan withResult(Result r) {
         return new SurgeryPlan(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, r, relocated);
-    }
-
-    /**
-     * What the native stage step of {@link Commit} wrote: the new metadata under a temporary name, the
-     * new state files, and the relative state files the new metadata still shares with the old one.
-     */
-    static final class Staged {
-        final SurgeryPlan plan;
-        final int operators;
-        final String metadataTmp;
-        final long metadataBytes;
-        final List<String> written;
-        final List<String> unchanged;
-
-        Staged(SurgeryPlan plan, int operators, String metadataTmp, long metadataBytes, List<String> written,
-                List<String> unchanged) {
-            this.plan = plan;
-            this.operators = operators;
-            this.metadataTmp = metadataTmp;
-            this.metadataBytes = metadataBytes;
-            this.written = written;
-            this.unchanged = unchanged;
-        }
     }
 }

@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import io.checkpointsurgeon.internal.CommitFaults;
 import org.junit.Test;
 
 /**
@@ -192,8 +193,9 @@ public class CliSubprocessTest {
         }
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process first = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Dcheckpointsurgeon.test.stallAt=validate", "-jar", jar, "remove-state", copy.toString(), "--state",
-                "union-list", "--apply", "--in-place").redirectErrorStream(true).start();
+                "-Dcheckpointsurgeon.test.stallAt=validate", "-cp", withFaults(jar), CommitFaults.class.getName(),
+                "remove-state", copy.toString(), "--state", "union-list", "--apply", "--in-place")
+                .redirectErrorStream(true).start();
         try {
             var lines = new java.io.BufferedReader(new java.io.InputStreamReader(first.getInputStream()));
             String line;
@@ -253,8 +255,9 @@ public class CliSubprocessTest {
         Path out = Files.createTempDirectory("cs-cli-oom").resolve("out");
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Dcheckpointsurgeon.test.failAt=oom:place", "-jar", jar, "remove-state", in.toString(), "--state",
-                "union-list", "--apply", "--output", out.toString()).redirectErrorStream(true).start();
+                "-Dcheckpointsurgeon.test.failAt=oom:place", "-cp", withFaults(jar), CommitFaults.class.getName(),
+                "remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString())
+                .redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(text, 3, p.waitFor());
         assertEquals(text, 1, text.trim().split("\n").length);
@@ -336,5 +339,11 @@ public class CliSubprocessTest {
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(text, 2, p.waitFor());
         assertTrue(text, text.contains("[LIBRARY]") && text.contains("9.9.9") && text.contains("has version"));
+    }
+
+    /** The class path of the built jar and the tests' fault injection ({@link CommitFaults}, which then runs the CLI). */
+    static String withFaults(String jar) throws Exception {
+        return jar + java.io.File.pathSeparator
+                + Path.of(CommitFaults.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     }
 }

@@ -19,9 +19,9 @@ import org.junit.Test;
  */
 public class GrowthTest {
     static final String STALE = "topic-partition-offset-states";
-    static final String[] STEPS = {"stale-union-restore-0", "stale-union-restore-1", "stale-union-restore-2", "stale-union"};
+    public static final String[] STEPS = {"stale-union-restore-0", "stale-union-restore-1", "stale-union-restore-2", "stale-union"};
 
-    static List<Path> versions() throws Exception {
+    public static List<Path> versions() throws Exception {
         try (Stream<Path> s = Files.list(CheckpointSurgeonTest.FIXTURES)) {
             List<Path> l = s.filter(p -> Files.isRegularFile(p.resolve(STEPS[0]).resolve("_metadata"))).sorted()
                     .collect(Collectors.toList());

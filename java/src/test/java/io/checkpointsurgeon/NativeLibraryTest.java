@@ -36,7 +36,7 @@ public class NativeLibraryTest {
                 Process p = new ProcessBuilder("objdump", "-T", lib.toString()).redirectErrorStream(true).start();
                 String symbols = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 assertEquals(symbols, 0, p.waitFor());
-                assertTrue(platform + ": " + symbols, symbols.contains("Java_io_checkpointsurgeon_NativeBridge_plan"));
+                assertTrue(platform + ": " + symbols, symbols.contains("Java_io_checkpointsurgeon_internal_NativeBridge_plan"));
                 List<String> newer = new ArrayList<>();
                 int[] max = {0, 0};
                 Matcher m = Pattern.compile("GLIBC_(\\d+)\\.(\\d+)").matcher(symbols);

@@ -27,7 +27,7 @@ public class StaleStatesDoctorTest {
         String m = stale.get(0).message();
         assertTrue(m, m.contains("FlinkKafkaConsumer (" + StaleStates.KAFKA.connectorClass + ")")
                 && m.contains("kafka migrate-legacy") && m.contains(StaleStates.KAFKA.why));
-        assertEquals("ERROR", stale.get(0).severity());
+        assertEquals(CheckpointSurgeon.Finding.Severity.ERROR, stale.get(0).severity());
         assertEquals(List.of(), doctor("stale-union", "CONNECTOR_STATE"));
     }
 
@@ -42,7 +42,7 @@ public class StaleStatesDoctorTest {
                 .filter(f -> f.code().equals("STALE_UNION_STATE")).collect(Collectors.toList());
         assertEquals(stale.toString(), 1, stale.size());
         assertTrue(stale.get(0).message(), stale.get(0).message().contains("(12 elements per subtask, 4 distinct)"));
-        assertEquals(new CheckpointSurgeon.Remedy("remove-state", stale.get(0).fix().operatorId(),
+        assertEquals(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, stale.get(0).fix().operatorId(),
                 "topic-partition-offset-states"), stale.get(0).fix());
 
         // de-duplicated, the state is no longer stale but still the legacy consumer's; a compressed
@@ -60,8 +60,8 @@ public class StaleStatesDoctorTest {
     public void aCataloguedStateThatIsNotStaleIsAWarning() throws Exception {
         List<CheckpointSurgeon.Finding> found = doctor("stale-union-restore-0", "CONNECTOR_STATE");
         assertEquals(found.toString(), 1, found.size());
-        assertEquals("WARNING", found.get(0).severity());
-        assertEquals(new CheckpointSurgeon.Remedy("kafka migrate-legacy", found.get(0).fix().operatorId(), null),
+        assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, found.get(0).severity());
+        assertEquals(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, found.get(0).fix().operatorId(), null),
                 found.get(0).fix());
         assertTrue(found.get(0).message(), found.get(0).message().contains("'topic-partition-offset-states' (4 elements"));
         assertEquals(List.of(), doctor("stale-union-restore-0", "STALE_UNION_STATE"));

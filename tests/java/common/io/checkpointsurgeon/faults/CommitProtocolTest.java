@@ -13,6 +13,7 @@ import io.checkpointsurgeon.CheckpointSurgeonException.Code;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.internal.CommitFaults;
 import io.checkpointsurgeon.testing.CliProcess;
 import io.checkpointsurgeon.testing.TestFiles;
 import java.io.DataInputStream;
@@ -304,21 +305,21 @@ public class CommitProtocolTest {
 
         // A switch that fails after the first file: the report names each file, a re-run finishes.
         Files.delete(bad);
-        System.setProperty("checkpointsurgeon.test.failAt", "switch:1");
+        CommitFaults.failAt("switch:1");
         try {
             CheckpointSurgeon.repairHa(List.of(a, b), s);
             fail("the injected failure");
         } catch (CheckpointSurgeonException e) {
             assertTrue(e.getMessage(), e.getMessage().contains(a + ": NEW") && e.getMessage().contains(b + ": OLD"));
         } finally {
-            System.clearProperty("checkpointsurgeon.test.failAt");
+            CommitFaults.clear();
         }
         assertNotEquals(before.get(a.getFileName().toString()), hashes(dir).get(a.getFileName().toString()));
         assertEquals(before.get(b.getFileName().toString()), hashes(dir).get(b.getFileName().toString()));
 
         List<CheckpointSurgeon.HaRepair> again = CheckpointSurgeon.repairHa(List.of(a, b), s);
-        assertEquals("skipped", again.get(0).status());
-        assertEquals("switched", again.get(1).status());
+        assertEquals(CheckpointSurgeon.HaRepair.Status.SKIPPED, again.get(0).status());
+        assertEquals(CheckpointSurgeon.HaRepair.Status.SWITCHED, again.get(1).status());
         for (Path f : List.of(a, b)) {
             InspectReport r = CheckpointSurgeon.inspectHa(f);
             assertTrue(r.operators().stream().flatMap(o -> o.stateTotals().stream())

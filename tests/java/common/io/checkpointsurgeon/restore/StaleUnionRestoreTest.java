@@ -346,7 +346,7 @@ public class StaleUnionRestoreTest {
         SurgeryPlan plan = CheckpointSurgeon.apply(grown,
                 Surgery.removeState(Surgery.OperatorSelector.uid(CONSUMER_UID), UNION_STATE), out);
         assertValidated(plan);
-        assertEquals("purge", plan.depth());
+        assertEquals(SurgeryPlan.Depth.PURGE, plan.depth());
         assertEquals(grownCount, plan.elementsRemoved());
         assertNull("purged copy: " + stateNames(out), unionElements(out));
         if (expectNewStreams) {

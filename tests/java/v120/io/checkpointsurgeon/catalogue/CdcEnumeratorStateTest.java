@@ -77,7 +77,7 @@ public class CdcEnumeratorStateTest {
                 .filter(f -> f.code().equals("CONNECTOR_STATE")).collect(Collectors.toList());
         assertEquals(found.toString(), 1, found.size());
         String m = found.get(0).message();
-        assertEquals("WARNING", found.get(0).severity());
+        assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, found.get(0).severity());
         assertTrue(m, m.contains("Flink CDC incremental snapshot source") && m.contains("scan.incremental.snapshot.chunk.size")
                 && m.contains("heuristic") && m.contains("Known"));
         // it is the big one's operator

@@ -114,10 +114,10 @@ public class StaleStatesTest {
         List<CheckpointSurgeon.Finding> found = connectorFindings(savepoint);
         assertEquals(found.toString(), 1, found.size());
         CheckpointSurgeon.Finding f = found.get(0);
-        assertEquals("WARNING", f.severity());
+        assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, f.severity());
         assertTrue(f.message(), f.message().contains("'topic-partition-offset-states'") && f.message().contains("FlinkKafkaConsumer")
                 && f.message().contains("kafka migrate-legacy") && f.message().contains("3 elements"));
-        assertEquals("kafka migrate-legacy", f.fix().action());
+        assertEquals(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, f.fix().action());
 
         // the CLI: a WARNING does not gate (exit 0); the finding and its runnable fix are in --json
         CliProcess.Result json = CliProcess.withFlink("doctor", savepoint.toString(), "--json").run();
@@ -143,7 +143,7 @@ public class StaleStatesTest {
         List<CheckpointSurgeon.Finding> found = connectorFindings(savepoint);
         String all = found.toString();
         assertEquals(all, 3, found.size());
-        assertTrue(all, found.stream().allMatch(f -> f.severity().equals("WARNING")));
+        assertTrue(all, found.stream().allMatch(f -> f.severity() == CheckpointSurgeon.Finding.Severity.WARNING));
         assertTrue(all, found.stream().anyMatch(f -> f.message().contains("'Kinesis-Stream-Shard-State'")
                 && f.message().contains("FlinkKinesisConsumer") && f.message().contains("KinesisStreamsSource")));
         assertTrue(all, found.stream().anyMatch(f -> f.message().contains("'topic-offset-states'")

@@ -7,7 +7,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
-import io.checkpointsurgeon.Json;
+import io.checkpointsurgeon.internal.Json;
 import io.checkpointsurgeon.testing.CliProcess;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;

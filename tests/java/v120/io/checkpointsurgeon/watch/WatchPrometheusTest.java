@@ -7,7 +7,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
-import io.checkpointsurgeon.Watch;
+import io.checkpointsurgeon.cli.Watch;
 import io.checkpointsurgeon.fixtures.RestoreScenario;
 import io.checkpointsurgeon.testing.FlinkConf;
 import io.checkpointsurgeon.testing.MiniClusterJob;

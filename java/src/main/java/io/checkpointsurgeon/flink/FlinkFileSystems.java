@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.ProgressListener;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -251,10 +252,11 @@ public final class FlinkFileSystems {
         }
     }
 
-    public static long download(String remote, Path local) throws IOException {
+    /** Downloads a file; a long download reports its progress to {@code progress} every 2 s. */
+    public static long download(String remote, Path local, ProgressListener progress) throws IOException {
         Files.createDirectories(local.getParent());
         try (InputStream in = open(remote); OutputStream out = Files.newOutputStream(local)) {
-            return pump(in, out, remote + " -> " + local, lengthOrUnknown(remote));
+            return pump(in, out, remote + " -> " + local, lengthOrUnknown(remote), progress);
         }
     }
 
@@ -277,16 +279,23 @@ public final class FlinkFileSystems {
         }
     }
 
-    public static long upload(Path local, String remote, boolean overwrite) throws IOException {
+    /** Uploads a file; a long upload reports its progress to {@code progress} every 2 s. */
+    public static long upload(Path local, String remote, boolean overwrite, ProgressListener progress)
+            throws IOException {
         try (InputStream in = Files.newInputStream(local); OutputStream out = create(remote, overwrite)) {
-            return pump(in, out, local + " -> " + remote, Files.size(local));
+            return pump(in, out, local + " -> " + remote, Files.size(local), progress);
         }
     }
 
     /** Copies a file through this JVM (any Flink file system to any other). */
     public static long copy(String from, String to, boolean overwrite) throws IOException {
+        return copy(from, to, overwrite, ProgressListener.SILENT);
+    }
+
+    /** {@link #copy(String, String, boolean)}; a long copy reports its progress to {@code progress} every 2 s. */
+    public static long copy(String from, String to, boolean overwrite, ProgressListener progress) throws IOException {
         try (InputStream in = open(from); OutputStream out = create(to, overwrite)) {
-            return pump(in, out, from + " -> " + to, lengthOrUnknown(from));
+            return pump(in, out, from + " -> " + to, lengthOrUnknown(from), progress);
         }
     }
 
@@ -298,8 +307,9 @@ public final class FlinkFileSystems {
         }
     }
 
-    /** Streams {@code in} to {@code out}; a long copy reports its progress on stderr every 2 s. */
-    private static long pump(InputStream in, OutputStream out, String what, long total) throws IOException {
+    /** Streams {@code in} to {@code out}; a long copy reports its progress every 2 s. */
+    private static long pump(InputStream in, OutputStream out, String what, long total, ProgressListener progress)
+            throws IOException {
         byte[] buf = new byte[1 << 20];
         long done = 0;
         long start = System.nanoTime();
@@ -311,9 +321,9 @@ public final class FlinkFileSystems {
             long now = System.nanoTime();
             if (now >= next) {
                 next = now + PROGRESS_NANOS;
-                System.err.printf(Locale.ROOT, "  copying %s: %.1f%s MiB (%.1f MiB/s)%n", what, done / 1048576.0,
-                        total > 0 ? String.format(Locale.ROOT, " / %.1f", total / 1048576.0) : "",
-                        done / 1048576.0 / ((now - start) / 1e9));
+                progress.message(String.format(Locale.ROOT, "  copying %s: %.1f%s MiB (%.1f MiB/s)", what,
+                        done / 1048576.0, total > 0 ? String.format(Locale.ROOT, " / %.1f", total / 1048576.0) : "",
+                        done / 1048576.0 / ((now - start) / 1e9)));
             }
         }
         return done;

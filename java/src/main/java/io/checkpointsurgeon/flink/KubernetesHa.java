@@ -16,9 +16,13 @@ import java.time.Duration;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.SortedSet;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -93,10 +97,99 @@ public final class KubernetesHa implements AutoCloseable {
             return new Pointer(configMap, key, checkpointId, jobId, target, file, markedForDeletion, problem);
         }
 
+        /** Whether Flink recovers from the file it names: readable, a local file that exists, not marked for deletion. */
+        public boolean recoverable() {
+            return problem == null && file != null && Files.isRegularFile(file) && !markedForDeletion;
+        }
+
+        /** Whether it names no file Flink could recover from (one marked for deletion is on its way out). */
+        public boolean withoutFile() {
+            return !markedForDeletion && (problem != null || file != null && !Files.isRegularFile(file));
+        }
+
         @Override
         public String toString() {
             return configMap + " " + key + " -> " + (target != null ? target : problem);
         }
+    }
+
+    /** The pointers of the ConfigMaps against the HA files of a directory. */
+    public static final class Reconciliation {
+        /** Every pointer, in the order of {@link #checkpointPointers()}. */
+        public final List<Pointer> pointers;
+        /** The pointers that name no file Flink could recover from. */
+        public final List<Pointer> pointersWithoutFile;
+        /** The HA files that no pointer names (Flink does not recover from them). */
+        public final List<Path> filesWithoutPointer;
+
+        Reconciliation(List<Pointer> pointers, List<Pointer> pointersWithoutFile, List<Path> filesWithoutPointer) {
+            this.pointers = pointers;
+            this.pointersWithoutFile = pointersWithoutFile;
+            this.filesWithoutPointer = filesWithoutPointer;
+        }
+    }
+
+    /** Which of {@code haFiles} the pointers name, and which pointers name no file. */
+    public static Reconciliation reconcile(List<Pointer> pointers, List<Path> haFiles) {
+        Set<Path> pointed = new HashSet<>();
+        for (Pointer p : pointers) pointed.add(p.file);
+        List<Path> unpointed = new ArrayList<>();
+        for (Path f : haFiles) {
+            if (!pointed.contains(f.toAbsolutePath().normalize())) unpointed.add(f);
+        }
+        List<Pointer> withoutFile = new ArrayList<>();
+        for (Pointer p : pointers) {
+            if (p.withoutFile()) withoutFile.add(p);
+        }
+        return new Reconciliation(List.copyOf(pointers), withoutFile, unpointed);
+    }
+
+    /**
+     * The HA files under a directory that a repair may change: those Flink recovers from, as the
+     * pointers say; the pointers and files passed over are kept to be named.
+     */
+    public static final class RepairSelection {
+        private final Path dir;
+        private final SortedSet<Path> files;
+        /** The pointers whose file is not repaired, in order: not {@link Pointer#recoverable()}, or outside the directory. */
+        public final List<Pointer> passedOver;
+        /** The HA files under the directory that no recoverable pointer names; not repaired. */
+        public final List<Path> unpointed;
+
+        RepairSelection(Path dir, SortedSet<Path> files, List<Pointer> passedOver, List<Path> unpointed) {
+            this.dir = dir;
+            this.files = files;
+            this.passedOver = passedOver;
+            this.unpointed = unpointed;
+        }
+
+        /** The files to repair, in path order; {@code NOTHING_SELECTED} when there are none. */
+        public List<Path> files() throws CheckpointSurgeonException {
+            if (files.isEmpty()) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "no checkpointID-<n>"
+                        + " pointer of the HA ConfigMaps names a completedCheckpoint file under " + dir);
+            }
+            return new ArrayList<>(files);
+        }
+    }
+
+    /** The files among {@code haFiles} (those under {@code dir}) that the recoverable pointers name. */
+    public static RepairSelection toRepair(List<Pointer> pointers, Path dir, List<Path> haFiles) {
+        Path base = dir.toAbsolutePath().normalize();
+        SortedSet<Path> files = new TreeSet<>();
+        List<Pointer> passedOver = new ArrayList<>();
+        for (Pointer p : pointers) {
+            if (p.recoverable() && p.file.startsWith(base)) {
+                files.add(p.file);
+            } else {
+                passedOver.add(p);
+            }
+        }
+        List<Path> unpointed = new ArrayList<>();
+        for (Path f : haFiles) {
+            if (!files.contains(f.toAbsolutePath().normalize())) unpointed.add(f);
+        }
+        return new RepairSelection(dir, files, passedOver, unpointed);
     }
 
     private KubernetesHa(Object client, String namespace, String clusterId) throws ReflectiveOperationException {

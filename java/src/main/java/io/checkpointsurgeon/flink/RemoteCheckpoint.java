@@ -2,6 +2,7 @@ package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.ProgressListener;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -126,36 +127,37 @@ public final class RemoteCheckpoint implements AutoCloseable {
     /**
      * Downloads the files of operator state handles among {@code files} into the mirror: relative
      * files, absolute files below the job directory, and the byte ranges of file-merging segments.
+     * A long download reports to {@code progress}.
      */
-    public void download(List<StateFile> files) throws CheckpointSurgeonException {
+    public void download(List<StateFile> files, ProgressListener progress) throws CheckpointSurgeonException {
         try {
-            downloadAll(files);
+            downloadAll(files, progress);
         } catch (IOException e) {
             throw io(dir, e);
         }
     }
 
-    private void downloadAll(List<StateFile> files) throws IOException, CheckpointSurgeonException {
+    private void downloadAll(List<StateFile> files, ProgressListener progress) throws IOException, CheckpointSurgeonException {
         long t0 = System.nanoTime();
         Map<String, Path> whole = new LinkedHashMap<>();
         Map<String, List<long[]>> ranges = new LinkedHashMap<>();
         for (StateFile f : files) {
             if (!f.operatorState()) continue;
-            if (f.kind().equals("relative")) {
+            if (f.kind() == StateFile.Kind.RELATIVE) {
                 checkPlainName(f.path());
                 whole.put(dir + "/" + f.path(), mirrorDir.resolve(f.path()));
                 mirroredRelative.add(f.path());
-            } else if (f.kind().equals("file")) {
+            } else if (f.kind() == StateFile.Kind.FILE) {
                 Path local = localFor(f.path());
                 if (local != null) whole.put(f.path(), local);
-            } else if (f.kind().equals("segment") && localFor(f.path()) != null) {
+            } else if (f.kind() == StateFile.Kind.SEGMENT && localFor(f.path()) != null) {
                 ranges.computeIfAbsent(f.path(), k -> new ArrayList<>()).add(new long[] {f.start(), f.size()});
             }
         }
         long[] bytes = new long[1];
         List<IoTask> tasks = new ArrayList<>();
         whole.forEach((remote, local) -> tasks.add(() -> {
-            long n = FlinkFileSystems.download(remote, local);
+            long n = FlinkFileSystems.download(remote, local, progress);
             synchronized (bytes) {
                 bytes[0] += n;
             }
@@ -172,8 +174,8 @@ public final class RemoteCheckpoint implements AutoCloseable {
         runAll(tasks);
         long ms = (System.nanoTime() - t0) / 1_000_000;
         if (ms > 2000 || bytes[0] > (64L << 20)) {
-            System.err.printf(Locale.ROOT, "staged %d state files (%s) of %s in %.1f s%n", tasks.size(),
-                    InspectReport.formatBytes(bytes[0]), dir, ms / 1000.0);
+            progress.message(String.format(Locale.ROOT, "staged %d state files (%s) of %s in %.1f s", tasks.size(),
+                    InspectReport.formatBytes(bytes[0]), dir, ms / 1000.0));
         }
     }
 

@@ -6,13 +6,23 @@ package io.checkpointsurgeon.flink;
  * absolute file, or a byte range (segment) of a file-merging file.
  */
 public final class StateFile {
+    /** Where the stream lies. */
+    public enum Kind {
+        /** A file next to {@code _metadata}, named relative to it. */
+        RELATIVE,
+        /** A file named by its absolute path. */
+        FILE,
+        /** A byte range of a file-merging file. */
+        SEGMENT
+    }
+
     private final boolean operatorState;
-    private final String kind;
+    private final Kind kind;
     private final String path;
     private final long start;
     private final long size;
 
-    public StateFile(boolean operatorState, String kind, String path, long start, long size) {
+    public StateFile(boolean operatorState, Kind kind, String path, long start, long size) {
         this.operatorState = operatorState;
         this.kind = kind;
         this.path = path;
@@ -25,8 +35,7 @@ public final class StateFile {
         return operatorState;
     }
 
-    /** {@code relative}, {@code file} or {@code segment}. */
-    public String kind() {
+    public Kind kind() {
         return kind;
     }
 
@@ -46,6 +55,7 @@ public final class StateFile {
 
     @Override
     public String toString() {
-        return kind + " " + path + (kind.equals("segment") ? "@" + start + "+" + size : "");
+        return kind.name().toLowerCase(java.util.Locale.ROOT) + " " + path
+                + (kind == Kind.SEGMENT ? "@" + start + "+" + size : "");
     }
 }

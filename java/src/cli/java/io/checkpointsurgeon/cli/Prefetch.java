@@ -1,0 +1,42 @@
+package io.checkpointsurgeon.cli;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.InspectReport;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+
+/**
+ * inspect and doctor read the checkpoint on the other core while picocli builds the command
+ * (~60 ms of start-up): the report of the operand right after the command name, when it is a
+ * local path, is computed ahead, and the command takes it when it inspects that same path.
+ * Inspecting writes nothing, so a report no command takes costs only its time.
+ */
+final class Prefetch {
+    static final ThreadLocal<Prefetch> CURRENT = new ThreadLocal<>();
+    final String path;
+    final FutureTask<InspectReport> report;
+
+    Prefetch(String path) {
+        this.path = path;
+        // A Flink path needs the file systems the command configures first: not read ahead.
+        this.report = new FutureTask<>(() -> CheckpointSurgeon.isFlinkPath(path) ? null : CheckpointSurgeon.inspect(path));
+    }
+
+    /** The report of {@code path}: the one read ahead when it is of this path, else a new one. */
+    static InspectReport inspect(String path) throws CheckpointSurgeonException {
+        Prefetch p = CURRENT.get();
+        if (p != null && p.path.equals(path)) {
+            p.report.run(); // unless the other thread has started it
+            try {
+                InspectReport r = p.report.get();
+                if (r != null) return r;
+            } catch (ExecutionException e) {
+                // read again below, so that the failure is this thread's own
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return CheckpointSurgeon.inspect(path);
+    }
+}

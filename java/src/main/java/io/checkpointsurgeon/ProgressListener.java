@@ -1,0 +1,36 @@
+package io.checkpointsurgeon;
+
+import java.nio.file.Path;
+
+/**
+ * What the library reports while it works, for an application to show: transfers of state files
+ * that take a while, each file of a run over many HA files, each step of the commit sequence. The
+ * library never prints; it reports here ({@link CheckpointSurgeon#setProgressListener}), and
+ * without a listener nothing is reported.
+ */
+public interface ProgressListener {
+    /** Reports nothing. */
+    ProgressListener SILENT = new ProgressListener() {};
+
+    /** The steps of the commit sequence, in order; {@link #toString()} is the step's name. */
+    enum CommitStep {
+        LOCK, STAGE, VALIDATE, PLACE, BACKUP, SWITCH;
+
+        @Override
+        public String toString() {
+            return Spelling.of(this);
+        }
+    }
+
+    /** A line about work that takes a while: a transfer, or a choice the run made because of a size. */
+    default void message(String text) {
+    }
+
+    /** The run starts on file {@code index} (from 1) of {@code count}. */
+    default void file(int index, int count, Path file) {
+    }
+
+    /** The commit sequence starts {@code step} of {@code unit} (a checkpoint's {@code _metadata}, an HA file). */
+    default void commitStep(CommitStep step, String unit) {
+    }
+}

@@ -1,0 +1,387 @@
+package io.checkpointsurgeon.internal;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.ProgressListener;
+import io.checkpointsurgeon.SurgeryPlan;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The one commit sequence of every repair. Local {@code --output} and {@code --in-place}, Flink
+ * paths, HA files and Flink objects are {@link Unit}s that {@link #run} drives through the same
+ * steps, in this order:
+ *
+ * <ol>
+ *   <li><b>lock</b> the checkpoint changed in place, the output directory the run creates, or the
+ *       HA directory ({@code flock} on the directory: released when the run ends, however it ends);
+ *   <li><b>stage</b>: plan, then write the new state files and the new metadata under fresh names,
+ *       each created exclusively (never opened onto an existing path), and check them natively;
+ *   <li><b>validate</b> the staged metadata with Flink's own loader when Flink is on the class path;
+ *   <li><b>place</b> unchanged state files next to the new metadata: a hard link, or a copy into a
+ *       new name, never onto an existing one;
+ *   <li><b>backup</b> the live metadata under a fresh name;
+ *   <li><b>switch</b> atomically: a rename over the old file, or a link into a name that must not exist.
+ * </ol>
+ *
+ * A failure before the first switch removes everything the run created (no {@code _metadata} in an
+ * output, no change in place). A failure between switches of a multi-file run (HA) names the files
+ * that are new, the ones that are old, and every backup.
+ */
+final class Commit {
+    private Commit() {}
+
+    /** Called as each step of each unit starts (the steps are reported to the progress listener too). */
+    interface StepHook {
+        void before(ProgressListener.CommitStep step, int index, String unit) throws CheckpointSurgeonException;
+    }
+
+    /**
+     * The seam of the fault-injection tests ({@code CommitFaults}, in the tests' sources): they stall
+     * or fail a run at a step. Null in production.
+     */
+    static volatile StepHook testHook;
+
+    /** One file the sequence switches: a checkpoint's {@code _metadata}, or one HA file. */
+    interface Unit {
+        String name();
+
+        /** Step 1: takes the locks this unit needs (registering anything it creates in {@code undo}). */
+        void lock(Locks locks, Undo undo) throws CheckpointSurgeonException;
+
+        /** Step 2. Returns false when the surgery changes nothing here (a file already repaired). */
+        boolean stage(Undo undo) throws CheckpointSurgeonException;
+
+        /** Step 3: a one-line verdict. */
+        String validate() throws CheckpointSurgeonException;
+
+        /** Step 4. */
+        void place(Undo undo) throws CheckpointSurgeonException;
+
+        /** Step 5: the backup's path, or null when nothing is replaced. */
+        String backup(Undo undo) throws CheckpointSurgeonException;
+
+        /** Step 6. */
+        void switchOver() throws CheckpointSurgeonException;
+
+        /** The plan with what was done. */
+        SurgeryPlan result(String backup, String validation);
+    }
+
+    /** What one unit's run came to. */
+    static final class Outcome {
+        final Unit unit;
+        /** The plan with what was done; null when the surgery changed nothing in the unit (skipped). */
+        final SurgeryPlan plan;
+
+        Outcome(Unit unit, SurgeryPlan plan) {
+            this.unit = unit;
+            this.plan = plan;
+        }
+    }
+
+    /** Runs the sequence over one unit; a unit that changes nothing is an error here. */
+    static SurgeryPlan runOne(Unit unit) throws CheckpointSurgeonException {
+        Outcome o = run(List.of(unit)).get(0);
+        if (o.plan == null) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, unit.name() + ": the surgery changes nothing");
+        }
+        return o.plan;
+    }
+
+    static List<Outcome> run(List<? extends Unit> units) throws CheckpointSurgeonException {
+        Undo runUndo = new Undo();
+        Locks locks = new Locks();
+        List<Undo> undos = new ArrayList<>();
+        List<Unit> changing = new ArrayList<>();
+        List<String> verdicts = new ArrayList<>();
+        List<String> backups = new ArrayList<>();
+        List<Outcome> outcomes = new ArrayList<>();
+        int switched = 0;
+        try {
+            for (int i = 0; i < units.size(); i++) {
+                step(ProgressListener.CommitStep.LOCK, i, units.get(i));
+                units.get(i).lock(locks, runUndo);
+            }
+            for (int i = 0; i < units.size(); i++) {
+                Unit u = units.get(i);
+                step(ProgressListener.CommitStep.STAGE, i, u);
+                Undo undo = new Undo();
+                undos.add(undo);
+                if (u.stage(undo)) {
+                    changing.add(u);
+                }
+            }
+            for (int i = 0; i < changing.size(); i++) {
+                step(ProgressListener.CommitStep.VALIDATE, i, changing.get(i));
+                verdicts.add(changing.get(i).validate());
+            }
+            for (int i = 0; i < changing.size(); i++) {
+                step(ProgressListener.CommitStep.PLACE, i, changing.get(i));
+                changing.get(i).place(undos.get(units.indexOf(changing.get(i))));
+            }
+            for (int i = 0; i < changing.size(); i++) {
+                step(ProgressListener.CommitStep.BACKUP, i, changing.get(i));
+                backups.add(changing.get(i).backup(undos.get(units.indexOf(changing.get(i)))));
+            }
+            for (int i = 0; i < changing.size(); i++) {
+                step(ProgressListener.CommitStep.SWITCH, i, changing.get(i));
+                changing.get(i).switchOver();
+                switched++;
+            }
+        } catch (CheckpointSurgeonException | RuntimeException | Error e) {
+            // Undo what was not switched: staged files, placed files and backups of those units.
+            for (int i = undos.size() - 1; i >= 0; i--) {
+                Unit u = units.get(i);
+                int c = changing.indexOf(u);
+                if (c < 0 || c >= switched) undos.get(i).run(e);
+            }
+            if (switched == 0) runUndo.run(e);
+            locks.close(e);
+            if (e instanceof RuntimeException) throw (RuntimeException) e;
+            if (e instanceof Error) throw (Error) e;
+            throw failure(e, units, changing, backups, switched);
+        }
+        locks.close(null);
+        for (Unit u : units) {
+            int c = changing.indexOf(u);
+            outcomes.add(new Outcome(u, c < 0 ? null : u.result(backups.get(c), verdicts.get(c))));
+        }
+        return outcomes;
+    }
+
+    private static CheckpointSurgeonException failure(Throwable e, List<? extends Unit> units, List<Unit> changing,
+            List<String> backups, int switched) {
+        CheckpointSurgeonException.Code code = e instanceof CheckpointSurgeonException
+                ? ((CheckpointSurgeonException) e).code() : CheckpointSurgeonException.Code.IO;
+        String message = e instanceof CheckpointSurgeonException ? e.getMessage() : String.valueOf(e);
+        if (switched == 0) {
+            return new CheckpointSurgeonException(code, message + "; nothing was changed", e);
+        }
+        StringBuilder sb = new StringBuilder(message).append("; the run stopped between switches:");
+        for (int i = 0; i < changing.size(); i++) {
+            Unit u = changing.get(i);
+            sb.append(String.format(Locale.ROOT, "%n  %s: %s", u.name(), i < switched
+                    ? "NEW (repaired; the old one is kept as " + backups.get(i) + ")"
+                    : "OLD (unchanged)"));
+        }
+        for (Unit u : units) {
+            if (!changing.contains(u)) sb.append(String.format(Locale.ROOT, "%n  %s: skipped, nothing to change", u.name()));
+        }
+        sb.append(String.format(Locale.ROOT, "%nRun the same command again: it skips the files already repaired."));
+        return new CheckpointSurgeonException(code, sb.toString(), e);
+    }
+
+    /** The locks of one run, each directory locked once, released in reverse order. */
+    static final class Locks {
+        private final List<Object> keys = new ArrayList<>();
+        private final List<AutoCloseable> held = new ArrayList<>();
+
+        /** Takes the commit lock of a local directory (see {@code commit::lock_dir} in the native code). */
+        void lock(Path dir) throws CheckpointSurgeonException {
+            if (keys.contains(dir)) return;
+            long id = Native.lockDirectory(dir);
+            keys.add(dir);
+            held.add(() -> Native.unlockDirectory(id));
+        }
+
+        /** Adds a lock taken elsewhere (a lock object on a Flink file system). */
+        void add(Object key, AutoCloseable lock) {
+            keys.add(key);
+            held.add(lock);
+        }
+
+        void close(Throwable into) {
+            for (int i = held.size() - 1; i >= 0; i--) {
+                try {
+                    held.get(i).close();
+                } catch (Exception x) {
+                    if (into != null) into.addSuppressed(x);
+                }
+            }
+            held.clear();
+            keys.clear();
+        }
+    }
+
+    private static void step(ProgressListener.CommitStep step, int index, Unit unit) throws CheckpointSurgeonException {
+        CheckpointSurgeon.progressListener().commitStep(step, unit.name());
+        StepHook hook = testHook;
+        if (hook != null) hook.before(step, index, unit.name());
+    }
+
+    /** Undo actions, run in reverse order of registration. */
+    static final class Undo {
+        interface Action {
+            void run() throws Exception;
+        }
+
+        private final Deque<Action> actions = new ArrayDeque<>();
+
+        void add(Action a) {
+            actions.push(a);
+        }
+
+        void deleteLater(Path p) {
+            add(() -> Files.deleteIfExists(p));
+        }
+
+        void run(Throwable into) {
+            while (!actions.isEmpty()) {
+                try {
+                    actions.pop().run();
+                } catch (Exception x) {
+                    into.addSuppressed(x);
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Local file-system steps, shared by the local and HA units.
+
+    /**
+     * A backup of {@code file} under a fresh name {@code <name>.backup-<millis>[-n]}: a hard link
+     * (a copy where links are not possible), created exclusively, so no existing file is touched.
+     */
+    static Path backup(Path file, Undo undo) throws CheckpointSurgeonException {
+        String base = file.getFileName() + ".backup-" + System.currentTimeMillis();
+        for (int n = 0; n < 1000; n++) {
+            Path b = file.resolveSibling(n == 0 ? base : base + "-" + n);
+            try {
+                linkOrCopyNew(file, b, false);
+                undo.deleteLater(b);
+                syncDir(b.getParent());
+                return b;
+            } catch (FileAlreadyExistsException e) {
+                // a fresh name is tried
+            } catch (IOException e) {
+                throw io("backing up " + file + " to " + b, e);
+            }
+        }
+        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, file + ": 1000 backup names in a row already exist");
+    }
+
+    /**
+     * Links {@code from} to the new name {@code to}, or copies it there (with {@code copy}, or
+     * where a link is impossible). Both fail on an existing {@code to}: link(2), and a copy opened
+     * with {@code O_CREAT|O_EXCL}. Returns whether it linked.
+     */
+    static boolean linkOrCopyNew(Path from, Path to, boolean copy) throws IOException {
+        if (!copy) {
+            try {
+                Files.createLink(to, from);
+                return true;
+            } catch (FileAlreadyExistsException e) {
+                throw e;
+            } catch (IOException | UnsupportedOperationException e) {
+                // another file system, or no hard links: copy below
+            }
+        }
+        Files.copy(from, to);
+        try (FileChannel ch = FileChannel.open(to, StandardOpenOption.READ)) {
+            ch.force(true);
+        }
+        return false;
+    }
+
+    static void syncDir(Path dir) throws CheckpointSurgeonException {
+        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+            ch.force(true);
+        } catch (IOException e) {
+            throw io("syncing directory " + dir, e);
+        }
+    }
+
+    /** An identity of a file that changes when it is replaced or rewritten. */
+    static String identity(Path p) throws IOException {
+        BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        return a.fileKey() + "/" + a.size() + "/" + a.lastModifiedTime().toMillis();
+    }
+
+    /** Renames {@code tmp} over {@code live} atomically (rename(2)). */
+    static void replace(Path tmp, Path live) throws CheckpointSurgeonException {
+        try {
+            Files.move(tmp, live, StandardCopyOption.ATOMIC_MOVE);
+            syncDir(live.getParent());
+        } catch (AtomicMoveNotSupportedException e) {
+            throw io("the file system of " + live + " cannot rename atomically", e);
+        } catch (IOException e) {
+            throw io("switching " + tmp + " to " + live, e);
+        }
+    }
+
+    static CheckpointSurgeonException io(String what, IOException e) {
+        String why = e instanceof AccessDeniedException ? "directory not writable (permission denied: "
+                + e.getMessage() + ")"
+                : e instanceof FileAlreadyExistsException ? "already exists: " + e.getMessage()
+                : e instanceof NoSuchFileException ? "no such file: " + e.getMessage()
+                : String.valueOf(e);
+        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, what + ": " + why, e);
+    }
+
+    /** Referencing unchanged files is for a new output only: in place they are where they are. */
+    static void refuseReferencesInPlace(Request request, boolean inPlace) throws CheckpointSurgeonException {
+        if (request.surgery.referencesUnchangedFiles() && inPlace) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
+                    + " goes with --output: in place, the unchanged state files are already where they are");
+        }
+    }
+
+    /** New metadata bytes staged from metadata bytes (HA files, Flink objects). */
+    static final class StagedBytes {
+        final Staged staged;
+        final byte[] metadata;
+
+        StagedBytes(Staged staged, byte[] metadata) {
+            this.staged = staged;
+            this.metadata = metadata;
+        }
+    }
+
+    /**
+     * The stage step on metadata bytes: new state files go into {@code dir} (the checkpoint's
+     * directory), the new metadata comes back as bytes. Without a directory only inline state can
+     * be rewritten.
+     */
+    static StagedBytes stageBytes(byte[] metadata, String name, Path dir, Request request, Undo undo)
+            throws CheckpointSurgeonException {
+        Path streamDir = dir;
+        try {
+            if (streamDir == null) {
+                Path tmpDir = Files.createTempDirectory("checkpoint-surgeon-stage");
+                undo.add(() -> Files.deleteIfExists(tmpDir));
+                streamDir = tmpDir;
+            }
+            Staged st = Native.plan(Native.source(metadata, name, dir), request, streamDir, null);
+            Path tmp = Path.of(st.metadataTmp);
+            for (String w : st.written) undo.deleteLater(Path.of(w));
+            try {
+                if (dir == null && !st.written.isEmpty()) {
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, name + ": the surgery rewrites state"
+                            + " files, but the checkpoint's directory is not known");
+                }
+                return new StagedBytes(st, Files.readAllBytes(tmp));
+            } finally {
+                Files.deleteIfExists(tmp);
+            }
+        } catch (IOException e) {
+            throw io(name + ": staging the new metadata", e);
+        }
+    }
+}

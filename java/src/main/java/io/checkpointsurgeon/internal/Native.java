@@ -1,0 +1,98 @@
+package io.checkpointsurgeon.internal;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.flink.StateFile;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The typed calls of the native library: each loads the library if needed, encodes its arguments
+ * with {@link Wire}, calls one {@link NativeBridge} native and decodes the result. Not API: the
+ * public ones are for {@code io.checkpointsurgeon}'s entry class.
+ */
+public final class Native {
+    private Native() {}
+
+    /** This jar's version; the native library must have the same. */
+    public static final String VERSION = NativeBridge.VERSION;
+
+    /** The inspection report of a local checkpoint ({@code _metadata} or its directory). */
+    public static InspectReport inspect(Path checkpoint) throws CheckpointSurgeonException {
+        return inspect(Wire.source(checkpoint));
+    }
+
+    /** The inspection report of {@code _metadata} bytes; relative state files are read in {@code dir} (or not, when null). */
+    public static InspectReport inspect(byte[] metadata, String name, Path dir) throws CheckpointSurgeonException {
+        return inspect(source(metadata, name, dir));
+    }
+
+    static InspectReport inspect(byte[] source) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return Wire.report(NativeBridge.inspect(source));
+    }
+
+    /** The files the state of a local checkpoint lives in. */
+    public static List<StateFile> stateFiles(Path metadata) throws CheckpointSurgeonException {
+        return stateFiles(Wire.source(metadata));
+    }
+
+    static List<StateFile> stateFiles(byte[] source) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return Wire.stateFiles(NativeBridge.stateFiles(source));
+    }
+
+    /** The plan only: nothing is written. */
+    static SurgeryPlan plan(byte[] source, Request request) throws CheckpointSurgeonException {
+        return plan(source, request, null, null).plan;
+    }
+
+    /** The plan; with a {@code streamDir}, also the stage step of {@link Commit} (see {@link NativeBridge#plan}). */
+    static Staged plan(byte[] source, Request request, Path streamDir, String outputUri)
+            throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return Wire.plan(NativeBridge.plan(source, Wire.request(request),
+                streamDir == null ? null : streamDir.toString(), outputUri));
+    }
+
+    /** A source for metadata bytes without mirrors. */
+    static byte[] source(byte[] metadata, String name, Path dir) {
+        return Wire.source(metadata, name, dir == null ? null : dir.toAbsolutePath().toString(), Map.of());
+    }
+
+    /** {@code path} with {@code from} replaced by {@code to}, by relocate's rule; null when it is not under {@code from}. */
+    static String relocatedPath(String path, String from, String to) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.relocatedPath(path, from, to);
+    }
+
+    /** The canonical text description of {@code _metadata} bytes. */
+    public static String describe(byte[] metadata) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.describe(metadata);
+    }
+
+    /** Parses {@code _metadata} bytes and writes the model again. */
+    public static byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.roundTrip(metadata);
+    }
+
+    /** Takes the commit lock of a directory; returns an id for {@link #unlockDirectory}. */
+    static long lockDirectory(Path dir) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.lockDirectory(dir.toString());
+    }
+
+    static void unlockDirectory(long id) throws CheckpointSurgeonException {
+        NativeBridge.unlockDirectory(id);
+    }
+
+    /** The native library's version and platform ({@code 0.2.0 for linux-x86_64}), loading it if needed. */
+    public static String library() throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.libraryVersion() + " for " + NativeBridge.platform();
+    }
+}

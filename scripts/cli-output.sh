@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The CLI's output as a set of files, to show that a change leaves it byte-identical: `--help` of
+# every command, `inspect` (text, --json, --subtasks, --html), `doctor` (text, --json), plans of
+# every surgery (text and --json), `diff`, `history` (text, --json, --svg, --html), `watch --once`
+# with its hook's input, and usage errors, on fixtures of Flink 1.15.4, 1.20.3 and 2.3.0.
+#
+#   scripts/cli-output.sh JAR DIR                 writes the outputs of `java -jar JAR` into DIR
+#   scripts/cli-output.sh --compare REV [JAR]     builds REV's jar (git archive, gradle jar) under
+#                                                 /tmp/checkpoint-surgeon-cli-output/REV, runs both
+#                                                 (JAR: default build/libs/checkpoint-surgeon.jar)
+#                                                 and diffs; exit 1 on any difference
+#
+# Every file holds one run: its exit code, standard output and standard error. Run from the project
+# root (fixture paths are printed as given). The watch metrics that hold times are left out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--compare" ]; then
+    rev=${2:?usage: scripts/cli-output.sh --compare REV [JAR]}
+    after_jar=${3:-build/libs/checkpoint-surgeon.jar}
+    base=/tmp/checkpoint-surgeon-cli-output
+    before=$base/$rev
+    if [ ! -f "$before/build/libs/checkpoint-surgeon.jar" ]; then
+        rm -rf "$before" && mkdir -p "$before"
+        git archive "$rev" | tar -x -C "$before" || exit 1
+        (cd "$before" && gradle --no-daemon -q jar >&2) || exit 1
+    fi
+    rm -rf "$base/out-before" "$base/out-after"
+    "$0" "$before/build/libs/checkpoint-surgeon.jar" "$base/out-before" || exit 1
+    "$0" "$after_jar" "$base/out-after" || exit 1
+    n=$(ls "$base/out-after" | wc -l)
+    if diff -r "$base/out-before" "$base/out-after"; then
+        echo "identical: $n outputs of $rev and $after_jar" >&2
+        exit 0
+    fi
+    echo "the outputs differ (above: < $rev, > $after_jar)" >&2
+    exit 1
+fi
+
+jar=${1:?usage: scripts/cli-output.sh JAR DIR}
+out=${2:?usage: scripts/cli-output.sh JAR DIR}
+mkdir -p "$out"
+# a fixed path: messages name it
+work=/tmp/checkpoint-surgeon-cli-output-run
+rm -rf "$work" && mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+
+# run NAME ARGS...: one CLI run into $out/NAME
+run() {
+    local name=$1
+    shift
+    java -jar "$jar" "$@" >"$work/stdout" 2>"$work/stderr"
+    local rc=$?
+    { echo "exit $rc"; echo "--- stdout"; cat "$work/stdout"; echo "--- stderr"; cat "$work/stderr"; } >"$out/$name"
+}
+
+run help --help
+run help-command help
+run version-short -V
+for c in inspect doctor remove-state remove-operator dedupe-union rename-operator relocate ha "ha list" "ha repair" \
+        kafka "kafka migrate-legacy" "kafka drop-topic" "kafka set-offsets" diff history watch; do
+    # shellcheck disable=SC2086
+    run "help-${c// /-}" $c --help
+    # shellcheck disable=SC2086
+    run "help-command-${c// /-}" help $c
+done
+run usage-unknown frobnicate
+run usage-no-state remove-state tests/fixtures/1.20.3/stale-union
+run usage-two-selectors remove-state tests/fixtures/1.20.3/stale-union --uid a --operator-id 00 --state s
+run usage-fail-on doctor tests/fixtures/1.20.3/stale-union --fail-on never
+run usage-ha-repair ha repair
+run usage-watch watch --once
+run missing-path inspect /nonexistent/chk-1
+
+for v in 1.15.4 1.20.3 2.3.0; do
+    f=tests/fixtures/$v
+    for fx in stale-union stale-union-restore-0 operator-state-files odd-state-names keyed-rocksdb-incremental \
+            flip27-source unaligned finished-source; do
+        run "$v-inspect-$fx" inspect "$f/$fx"
+        run "$v-inspect-json-$fx" inspect "$f/$fx" --json
+        run "$v-doctor-$fx" doctor "$f/$fx"
+        run "$v-doctor-json-$fx" doctor "$f/$fx" --json
+    done
+    run "$v-inspect-subtasks" inspect "$f/odd-state-names" --subtasks
+    run "$v-inspect-html" inspect "$f/stale-union" --html "$work/inspect.html"
+    cp "$work/inspect.html" "$out/$v-inspect.html"
+    run "$v-doctor-fail-on-warning" doctor "$f/stale-union-restore-0" --fail-on warning
+    run "$v-plan-remove-state" remove-state "$f/stale-union" --uid source_consumer --state topic-partition-offset-states
+    run "$v-plan-remove-state-json" remove-state "$f/stale-union" --state topic-partition-offset-states --json
+    run "$v-plan-remove-state-metadata-only" remove-state "$f/operator-state-files" --state union-list --metadata-only
+    run "$v-plan-remove-state-none" remove-state "$f/stale-union" --state no-such-state
+    run "$v-plan-remove-operator" remove-operator "$f/stale-union" --uid source_consumer
+    run "$v-plan-dedupe-union" dedupe-union "$f/stale-union" --state topic-partition-offset-states --json
+    run "$v-plan-rename-operator" rename-operator "$f/stale-union" --uid source_consumer --to-uid renamed
+    printf '# renames\nsource_consumer renamed-1\n\n' >"$work/map"
+    run "$v-plan-rename-map" rename-operator "$f/stale-union" --map "$work/map" --json
+    printf 'a b\nc b\n' >"$work/map-twice"
+    run "$v-plan-rename-map-twice" rename-operator "$f/stale-union" --map "$work/map-twice"
+    run "$v-plan-relocate-none" relocate "$f/keyed-rocksdb-incremental" --from /nowhere --to /elsewhere
+    run "$v-plan-relocate" relocate "$f/keyed-rocksdb-incremental" --from /tmp/checkpoint-surgeon-fixtures --to s3://b/c
+    run "$v-plan-relocate-check" relocate "$f/keyed-rocksdb-incremental" --from /tmp/checkpoint-surgeon-fixtures --to /x --check
+    run "$v-plan-migrate-legacy" kafka migrate-legacy "$f/stale-union-restore-0" --uid source_consumer \
+        --connector-version 3.4.0-1.20 --offset-not-set earliest
+    run "$v-plan-migrate-legacy-json" kafka migrate-legacy "$f/stale-union-restore-0" --connector-version 5.0.0-2.2 --json
+    run "$v-plan-drop-topic" kafka drop-topic "$f/flip27-source" --topic t
+    run "$v-diff" diff "$f/stale-union-restore-1" "$f/stale-union"
+    run "$v-diff-json" diff "$f/stale-union-restore-0" "$f/stale-union" --json --max-growth 2
+    run "$v-history" history "$f/stale-union-restore-0" "$f/stale-union-restore-1" "$f/stale-union-restore-2" "$f/stale-union"
+    run "$v-history-json" history "$f/stale-union-restore-0" "$f/stale-union-restore-1" "$f/stale-union-restore-2" "$f/stale-union" \
+        --json --svg "$work/history.svg" --html "$work/history.html"
+    cp "$work/history.svg" "$out/$v-history.svg"
+    cp "$work/history.html" "$out/$v-history.html"
+    rm -f "$work"/*.html "$work"/*.svg
+    run "$v-ha-list" ha list "$f/stale-union"
+    run "$v-ha-repair" ha repair "$f/stale-union" --state topic-partition-offset-states
+done
+
+run ha-list-without-flink ha list tests/fixtures/1.15.4/ha
+run ha-doctor-without-flink doctor tests/fixtures/1.15.4/ha
+
+# watch: one job directory (a fixed path, so that the output names it the same way every run)
+w=/tmp/checkpoint-surgeon-cli-output-watch
+rm -rf "$w" && mkdir -p "$w/job-a" && cp -r tests/fixtures/1.20.3/stale-union-restore-0 "$w/job-a/chk-2"
+run watch-once watch --dir "$w" --once --on-finding "cat > $work/hook.json"
+cp "$work/hook.json" "$out/watch-hook.json"
+sed -i -e '/checkpoint_surgeon_inspect_seconds{/d' -e '/checkpoint_surgeon_last_checkpoint_\(age\|timestamp\)_seconds{/d' \
+    "$out/watch-once"
+rm -rf "$w"

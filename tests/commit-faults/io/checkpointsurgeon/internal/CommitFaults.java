@@ -1,0 +1,63 @@
+package io.checkpointsurgeon.internal;
+
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.ProgressListener;
+import io.checkpointsurgeon.cli.Cli;
+
+/**
+ * Fault injection for the tests of the commit sequence, through its package-private seam
+ * ({@link Commit#testHook}): stall or fail a run when a step starts, e.g. {@code validate} or
+ * {@code switch:2} (the third unit's switch); {@code oom:stage} throws an OutOfMemoryError there.
+ * In the test JVM: {@link #failAt}, {@link #clear}. As a CLI process: this class's {@code main}
+ * takes the faults from the system properties {@value #STALL_AT} and {@value #FAIL_AT}, then runs
+ * the CLI ({@code CliProcess} starts it when a test gives one of them). Test code only: the
+ * production classes hold no hook of their own.
+ */
+public final class CommitFaults {
+    public static final String STALL_AT = "checkpointsurgeon.test.stallAt";
+    public static final String FAIL_AT = "checkpointsurgeon.test.failAt";
+
+    private CommitFaults() {}
+
+    /** The CLI with the faults of the system properties. */
+    public static void main(String[] args) {
+        install(System.getProperty(STALL_AT), System.getProperty(FAIL_AT));
+        Cli.main(args);
+    }
+
+    /** Fails every run of this JVM at {@code spec} (a step, {@code step:index}, or {@code oom:step}). */
+    public static void failAt(String spec) {
+        install(null, spec);
+    }
+
+    /** Removes the faults. */
+    public static void clear() {
+        Commit.testHook = null;
+    }
+
+    private static void install(String stallAt, String failAt) {
+        Commit.testHook = (step, index, unit) -> {
+            if (matches(stallAt, step, index)) {
+                System.err.println("commit: stalling at " + step + " " + unit);
+                try {
+                    Thread.sleep(600_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            if (failAt != null && failAt.startsWith("oom:") && matches(failAt.substring(4), step, index)) {
+                throw new OutOfMemoryError("injected at " + step + " (" + FAIL_AT + ")");
+            }
+            if (matches(failAt, step, index)) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, unit + ": injected failure at "
+                        + step + " (" + FAIL_AT + ")");
+            }
+        };
+    }
+
+    private static boolean matches(String spec, ProgressListener.CommitStep step, int index) {
+        if (spec == null) return false;
+        String[] p = spec.split(":");
+        return p[0].equals(step.toString()) && (p.length == 1 || Integer.parseInt(p[1]) == index);
+    }
+}
