@@ -159,21 +159,12 @@ pub fn data_chunk_len(kind: u8, body: &[u8]) -> Option<usize> {
     None
 }
 
-/// Decompresses one raw snappy block (at `at` in the file) onto `out`.
+/// Decompresses one raw snappy block (at `at` in the file) onto `out`: with the `snap` crate's
+/// decoder (which checks every tag against the block and its stated length), after the stated
+/// length is checked against the format's 64 KiB, so that no input makes it allocate more.
 fn decompress(src: &[u8], at: u64, out: &mut Vec<u8>) -> Result<()> {
-    let bad = |p: usize, what: &str| Error::format(at + p as u64, what.to_string(), None);
-    let mut p = 0;
-    let mut n: usize = 0;
-    for shift in (0..35).step_by(7) {
-        let b = *src
-            .get(p)
-            .ok_or_else(|| bad(p, "the block's uncompressed length"))?;
-        p += 1;
-        n |= ((b & 0x7F) as usize) << shift;
-        if b & 0x80 == 0 {
-            break;
-        }
-    }
+    let n = snap::raw::decompress_len(src)
+        .map_err(|e| Error::format(at, "the block's uncompressed length", Some(e.to_string())))?;
     if n > MAX_CHUNK {
         return Err(Error::format(
             at,
@@ -182,73 +173,21 @@ fn decompress(src: &[u8], at: u64, out: &mut Vec<u8>) -> Result<()> {
         ));
     }
     let start = out.len();
-    let end = start + n;
-    let le = |p: usize, k: usize| -> Result<usize> {
-        let b = src
-            .get(p..p + k)
-            .ok_or_else(|| bad(p, "the rest of a snappy tag"))?;
-        Ok(b.iter().rev().fold(0, |v, &x| v << 8 | x as usize))
-    };
-    while p < src.len() {
-        let tag = src[p];
-        p += 1;
-        let (len, offset) = match tag & 3 {
-            0 => {
-                let mut len = (tag >> 2) as usize;
-                if len >= 60 {
-                    let k = len - 59;
-                    len = le(p, k)?;
-                    p += k;
-                }
-                len += 1;
-                let lit = src
-                    .get(p..p + len)
-                    .filter(|_| out.len() + len <= end)
-                    .ok_or_else(|| bad(p, "a literal within the block and its length"))?;
-                out.extend_from_slice(lit);
-                p += len;
-                continue;
-            }
-            1 => {
-                let o = ((tag as usize >> 5) << 8) | le(p, 1)?;
-                p += 1;
-                (4 + ((tag >> 2) & 7) as usize, o)
-            }
-            2 => {
-                let o = le(p, 2)?;
-                p += 2;
-                ((tag >> 2) as usize + 1, o)
-            }
-            _ => {
-                let o = le(p, 4)?;
-                p += 4;
-                ((tag >> 2) as usize + 1, o)
-            }
-        };
-        if offset == 0 || offset > out.len() - start || out.len() + len > end {
-            return Err(bad(
-                p,
-                "a copy from within the bytes decoded so far and within the block's length",
-            ));
-        }
-        let from = out.len() - offset;
-        if offset >= len {
-            out.extend_from_within(from..from + len);
-        } else {
-            // an overlapping copy repeats the last `offset` bytes
-            for i in 0..len {
-                out.push(out[from + i]);
-            }
+    out.resize(start + n, 0);
+    match snap::raw::Decoder::new().decompress(src, &mut out[start..]) {
+        Ok(m) if m == n => Ok(()),
+        r => {
+            out.truncate(start);
+            Err(Error::format(
+                at,
+                format!("a snappy block of {n} uncompressed bytes"),
+                Some(match r {
+                    Ok(m) => format!("{m} bytes"),
+                    Err(e) => e.to_string(),
+                }),
+            ))
         }
     }
-    if out.len() != end {
-        return Err(Error::format(
-            at,
-            format!("a snappy block of {n} uncompressed bytes"),
-            Some(format!("{} bytes", out.len() - start)),
-        ));
-    }
-    Ok(())
 }
 
 /// Appends `data` as uncompressed data chunks (none for no bytes).
@@ -374,8 +313,36 @@ const fn crc32c_tables() -> [[u32; 256]; 8] {
 
 static CRC32C: [[u32; 256]; 8] = crc32c_tables();
 
-/// Extends an (inverted) CRC-32C state by `data`.
-fn crc32c_update(mut c: u32, data: &[u8]) -> u32 {
+/// Extends an (inverted) CRC-32C state by `data`: with the CPU's CRC-32C instruction where it
+/// has one (SSE 4.2), else by tables.
+fn crc32c_update(c: u32, data: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU has SSE 4.2, checked just above.
+        return unsafe { crc32c_sse42(c, data) };
+    }
+    crc32c_by_tables(c, data)
+}
+
+/// [`crc32c_update`] with SSE 4.2's `crc32` instruction, eight bytes at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(c: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut chunks = data.chunks_exact(8);
+    let mut c64 = c as u64;
+    for b in &mut chunks {
+        c64 = _mm_crc32_u64(c64, u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    }
+    let mut c = c64 as u32;
+    for &b in chunks.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    c
+}
+
+/// [`crc32c_update`] by tables.
+fn crc32c_by_tables(mut c: u32, data: &[u8]) -> u32 {
     let t = &CRC32C;
     let mut chunks = data.chunks_exact(8);
     for b in &mut chunks {
@@ -430,6 +397,7 @@ mod tests {
             for &b in &data[..n] {
                 c = CRC32C[0][((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
             }
+            assert_eq!(crc32c_by_tables(!0, &data[..n]), c, "{n} bytes");
             assert_eq!(crc32c_update(!0, &data[..n]), c, "{n} bytes");
             // split anywhere, the same checksum
             let (a, b) = data[..n].split_at(n / 3);
