@@ -377,7 +377,7 @@ pub fn plan(
     }
     let threads = req
         .threads
-        .unwrap_or_else(crate::commit::keyed::default_threads)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     if !keyed_ops.is_empty() {
         if req.depth == Depth::MetadataOnly {
