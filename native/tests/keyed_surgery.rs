@@ -1321,3 +1321,35 @@ fn rocksdb_instances_for_the_judge() {
     println!("{cases} cases in {}", root.display());
     assert!(cases >= 3 * 5 * 3, "{cases}");
 }
+
+#[test]
+fn a_stream_changed_between_plan_and_stage_is_refused() {
+    let dir = common::copy_fixture(&fixture("1.20.3", "keyed-all-savepoint-rocksdb"));
+    let cp = Checkpoint::open(&dir).unwrap();
+    let req = Request::remove_keyed_state(Selector::All, "value-state");
+    let p = plan(&cp, &req, &mut commit::random_file_name).unwrap();
+    let (_, _, _, h) = handles(&cp).remove(0);
+    let KeyedHandle::KeyGroups { handle, .. } = &h else {
+        panic!()
+    };
+    let Some(StreamHandle::RelativeFile { path, .. }) = &handle.delegate else {
+        panic!()
+    };
+    // a serializer class name in the meta info changed, the length kept
+    let file = dir.join(path.to_string());
+    let mut b = std::fs::read(&file).unwrap();
+    let at = b.windows(8).position(|w| w == b"Snapshot").unwrap();
+    b[at] = b'Z';
+    std::fs::write(&file, &b).unwrap();
+    let out = common::temp_dir("changed");
+    let e = commit::stage(&cp, &p, &out, None).unwrap_err();
+    assert_eq!(e.code(), Code::Validation, "{e}");
+    assert!(e.to_string().contains("changed since"), "{e}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "nothing is left"
+    );
+    let _ = std::fs::remove_dir_all(out);
+    let _ = std::fs::remove_dir_all(dir);
+}

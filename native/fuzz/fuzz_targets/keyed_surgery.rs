@@ -110,6 +110,7 @@ fuzz_target!(|input: Input| {
                 let e = StreamEdit {
                     format,
                     meta: m.clone(),
+                    source_header: data.slice(..m.len),
                     header: Bytes::from(header),
                     ids: new_ids(&names),
                     first_key_group: handle.start_key_group,

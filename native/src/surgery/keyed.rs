@@ -411,6 +411,8 @@ fn key_groups(e: &mut HandleEdit, code: u8, handle: &mut KeyGroups) -> Result<Sn
     let stream_edit = StreamEdit {
         format,
         meta: meta.clone(),
+        // a copy: the mapping would show a change of the file
+        source_header: Bytes::copy_from_slice(&stream[..meta.len]),
         header,
         ids: new_ids(edit),
         first_key_group: handle.start_key_group,

@@ -98,8 +98,10 @@ pub fn new_ids(names: &[Option<JStr>]) -> Vec<Option<u16>> {
 #[derive(Clone, Debug)]
 pub struct StreamEdit {
     pub format: SnapshotFormat,
-    /// The stream's meta info as it is.
+    /// The stream's meta info as it is, and its bytes (the rewrite checks that the stream still
+    /// starts with them: it was planned on them).
     pub meta: KeyedBackendMeta,
+    pub source_header: Bytes,
     /// The new meta info ([`edit_header`]).
     pub header: Bytes,
     /// New kvStateId by old one; None: the state is removed ([`new_ids`]).
@@ -162,6 +164,13 @@ pub fn rewrite(
         name: out_name,
     };
     let mut w = Window::new(src);
+    let head = w.exact(0, edit.meta.len, "the keyed meta info")?;
+    if head != &edit.source_header[..] || edit.source_header.len() != edit.meta.len {
+        return Err(Error::Validation(format!(
+            "the keyed meta info at the start of the stream is not the one the plan read (the \
+             stream changed since); {out_name} is not made"
+        )));
+    }
     if edit.header_only() {
         o.put(&edit.header)?;
         copy(&mut w, edit.meta.len as u64, src.len(), &mut o)?;
