@@ -1353,3 +1353,34 @@ fn a_stream_changed_between_plan_and_stage_is_refused() {
     let _ = std::fs::remove_dir_all(out);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn reference_unchanged_points_the_kept_files_at_the_source() {
+    let dir = fixture("1.20.3", "keyed-all-native");
+    let cp = Checkpoint::open(&dir).unwrap();
+    let src = format!("file:{}", dir.display());
+    let req =
+        Request::remove_keyed_state(Selector::All, "list-state").with_reference_unchanged(&src);
+    let p = plan(&cp, &req, &mut commit::random_file_name).unwrap();
+    let new_files: BTreeSet<String> = p
+        .new_streams
+        .iter()
+        .filter_map(|s| s.file_name.clone())
+        .collect();
+    assert_eq!(new_files.len(), 2, "the meta info stream and the MANIFEST");
+    let mut referenced = 0;
+    p.metadata.visit_stream_handles(&mut |h| match h {
+        StreamHandle::RelativeFile { path, .. } => {
+            assert!(new_files.contains(&path.to_string()), "{path} is new")
+        }
+        StreamHandle::File { path, .. } => {
+            assert!(path.to_string().starts_with(&src), "{path}");
+            referenced += 1;
+        }
+        _ => {}
+    });
+    assert!(
+        referenced > 10,
+        "the SST files and the other private files stay where they are"
+    );
+}
