@@ -1236,13 +1236,13 @@ fn materialize(cp: &Checkpoint, h: &KeyedHandle, dir: &Path) -> Vec<String> {
     names(&meta::parse(&cp.stream_bytes(m.as_ref().unwrap()).unwrap()).unwrap())
 }
 
-/// Writes, for `tests/rocksdb-judge/run.sh`, one directory per surgery of every RocksDB fixture:
+/// Writes, for `tests/judges/run.sh`, one directory per surgery of every RocksDB fixture:
 /// `before/` and `after/` (the instance directories Flink would restore from the input's and
 /// the result's handle), `before.cfs` and `after.cfs` (their column families, one per line) and
 /// `kept` (old and new name of each kept state, tab-separated). The judge opens both with
 /// FRocksDB's JNI jar and compares every key and value of each kept column family.
 #[test]
-#[ignore = "run by tests/rocksdb-judge/run.sh, which hands the directories to RocksDB"]
+#[ignore = "run by tests/judges/run.sh, which hands the directories to RocksDB"]
 fn rocksdb_instances_for_the_judge() {
     let root = PathBuf::from(
         std::env::var("CHECKPOINT_SURGEON_JUDGE_DIR").expect("CHECKPOINT_SURGEON_JUDGE_DIR"),
@@ -1383,4 +1383,66 @@ fn reference_unchanged_points_the_kept_files_at_the_source() {
         referenced > 10,
         "the SST files and the other private files stay where they are"
     );
+}
+
+/// Writes, for `tests/judges/run.sh`, the compressed key groups of every rewritten compressed
+/// stream of the fixtures (a removal re-encodes every key group): `kg-N.sz`, the key group's bytes
+/// from its offset to the next (a heap key group without its id), and `kg-N.raw`, what this tool
+/// reads from them. The judge reads each `.sz` with xerial's `SnappyFramedInputStream`, as Flink
+/// restores it.
+#[test]
+#[ignore = "run by tests/judges/run.sh, which hands the frames to xerial's snappy-java"]
+fn snappy_frames_for_the_judge() {
+    let root = PathBuf::from(
+        std::env::var("CHECKPOINT_SURGEON_JUDGE_DIR").expect("CHECKPOINT_SURGEON_JUDGE_DIR"),
+    );
+    let mut groups = 0;
+    for version in VERSIONS {
+        for name in [
+            "keyed-all-savepoint-rocksdb-compressed",
+            "keyed-all-savepoint-heap-compressed",
+            "keyed-all-hashmap-compressed",
+        ] {
+            let cp = Checkpoint::open(&fixture(version, name)).unwrap();
+            let a = apply(
+                &cp,
+                &Request::remove_keyed_state(Selector::All, "value-state"),
+            )
+            .unwrap();
+            let before = groups;
+            for (op, subtask, _, h) in handles(&a.cp) {
+                let KeyedHandle::KeyGroups { code, handle } = &h else {
+                    panic!()
+                };
+                let stream =
+                    a.cp.stream_bytes(handle.delegate.as_ref().unwrap())
+                        .unwrap();
+                let (meta, format) = key_groups_format(*code, handle, &stream).unwrap();
+                let offsets: Vec<i64> = handle.offsets.iter().collect();
+                let case = root.join(format!("{version}_{name}_{}_{subtask}", &op[..8]));
+                std::fs::create_dir_all(&case).unwrap();
+                std::fs::write(case.join("version"), version).unwrap();
+                for (kg, start, end) in ranges(&stream, handle.start_key_group, &offsets, meta.len)
+                {
+                    let (from, raw) = if format == SnapshotFormat::HeapCheckpoint {
+                        let mut raw = Vec::new();
+                        let mut p = start + 4;
+                        while p < end {
+                            let (bytes, next) = frames(&stream, p, end);
+                            raw.extend_from_slice(&bytes);
+                            p = next;
+                        }
+                        (start + 4, raw)
+                    } else {
+                        (start, frames(&stream, start, end).0)
+                    };
+                    std::fs::write(case.join(format!("kg-{kg}.sz")), &stream[from..end]).unwrap();
+                    std::fs::write(case.join(format!("kg-{kg}.raw")), raw).unwrap();
+                    groups += 1;
+                }
+            }
+            assert!(groups > before, "{version} {name}: no compressed key group");
+        }
+    }
+    println!("{groups} compressed key groups in {}", root.display());
 }

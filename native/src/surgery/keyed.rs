@@ -99,7 +99,7 @@ pub struct KeyedHandleChange {
     /// RocksDB: the SST files that left the handle (their keys), with their bytes and entries.
     pub files_dropped: Vec<String>,
     pub bytes_dropped: u64,
-    /// The state's last state went: the handle is gone.
+    /// The handle's last state went: the handle is gone.
     pub handle_dropped: bool,
 }
 

@@ -36,7 +36,7 @@ import org.rocksdb.RocksIterator;
  * write, a flush and a family created under a removed state's name (the new job registering the
  * state again) and open again.
  *
- * <p>Run by {@code tests/rocksdb-judge/run.sh}: {@code java -cp frocksdbjni.jar RocksDbJudge.java
+ * <p>Run by {@code tests/judges/run.sh}: {@code java -cp frocksdbjni.jar RocksDbJudge.java
  * CASE_DIR...}. Java 11+, no Flink on the class path.
  */
 public class RocksDbJudge {
