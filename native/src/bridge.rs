@@ -5,6 +5,8 @@
 //! constants cached once; never an abort of the JVM.
 
 use crate::codec::metadata;
+use crate::commit::keyed::{read_keyed_from, KeyedProgress};
+use crate::commit::remote::{RemoteCheckpoint, RemoteFiles};
 use crate::commit::{self, Checkpoint};
 use crate::error::{Code, Error};
 use crate::report::{describe, files, inspect};
@@ -156,6 +158,16 @@ fn with_checkpoint<T>(
     source: &JByteArray<'_>,
     f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
 ) -> Result<T> {
+    with_checkpoint_then(env, source, f, drop)
+}
+
+/// [`with_checkpoint`], handing the checkpoint to `then` when done instead of dropping it here.
+fn with_checkpoint_then<T>(
+    env: &Env<'_>,
+    source: &JByteArray<'_>,
+    f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
+    then: impl FnOnce(Checkpoint),
+) -> Result<T> {
     commit::mapguard::reset();
     let cp = match Source::decode(bytes_arg(env, source)?)? {
         Source::Path(p) => Checkpoint::open(Path::new(&p))?,
@@ -174,6 +186,7 @@ fn with_checkpoint<T>(
     };
     let out = f(&cp)?;
     commit::mapguard::check()?;
+    then(cp);
     Ok(out)
 }
 
@@ -186,7 +199,160 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspect<'
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_> {
-            let report = with_checkpoint(env, &source, |cp| Ok(inspect::inspect(cp).encode()))?;
+            // _metadata is unmapped on a thread of its own while Java prints the report
+            let report = with_checkpoint_then(
+                env,
+                &source,
+                |cp| Ok(inspect::inspect(cp).encode()),
+                |cp| drop(std::thread::spawn(move || drop(cp))),
+            )?;
+            Ok(env.byte_array_from_slice(&report)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// The Java object that reads remote files and hears how far a keyed read is
+/// (`io.checkpointsurgeon.internal.KeyedReads`), called from the reading threads, which attach to
+/// the JVM on their first call.
+struct JavaReads {
+    vm: jni::JavaVM,
+    obj: Global<JObject<'static>>,
+}
+
+impl JavaReads {
+    fn progress(&self, p: KeyedProgress) {
+        // progress is advice: a failure to report it does not fail the read
+        let _ = self
+            .vm
+            .attach_current_thread(|env| -> jni::errors::Result<()> {
+                env.call_method(
+                    &self.obj,
+                    jni_str!("progress"),
+                    jni_sig!("(IIJJ)V"),
+                    &[
+                        JValue::Int(p.handles_done as i32),
+                        JValue::Int(p.handles as i32),
+                        JValue::Long(p.bytes_done as i64),
+                        JValue::Long(p.bytes as i64),
+                    ],
+                )?;
+                Ok(())
+            });
+    }
+}
+
+impl RemoteFiles for JavaReads {
+    fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> crate::Result<()> {
+        let read = self
+            .vm
+            .attach_current_thread(|env| -> jni::errors::Result<Vec<u8>> {
+                let p = JString::from_str(env, path)?;
+                let arr = env
+                    .call_method(
+                        &self.obj,
+                        jni_str!("read"),
+                        jni_sig!("(Ljava/lang/String;JI)[B"),
+                        &[
+                            JValue::Object(&p),
+                            JValue::Long(offset as i64),
+                            JValue::Int(buf.len() as i32),
+                        ],
+                    )?
+                    .l()?;
+                let arr = env.cast_local::<JByteArray>(arr)?;
+                env.convert_byte_array(&arr)
+            });
+        let io = |m: String| Error::io(path, std::io::Error::other(m));
+        match read {
+            Ok(v) if v.len() == buf.len() => {
+                buf.copy_from_slice(&v);
+                Ok(())
+            }
+            Ok(v) => Err(io(format!(
+                "{} bytes at byte {offset} were asked for, {} came",
+                buf.len(),
+                v.len()
+            ))),
+            Err(jni::errors::Error::CaughtJavaException { name, msg, .. }) => {
+                Err(io(format!("{name}: {msg}")))
+            }
+            Err(e) => Err(io(e.to_string())),
+        }
+    }
+
+    fn done(&self, path: &str) {
+        let _ = self
+            .vm
+            .attach_current_thread(|env| -> jni::errors::Result<()> {
+                let p = JString::from_str(env, path)?;
+                env.call_method(
+                    &self.obj,
+                    jni_str!("done"),
+                    jni_sig!("(Ljava/lang/String;)V"),
+                    &[JValue::Object(&p)],
+                )?;
+                Ok(())
+            });
+    }
+}
+
+/// `byte[] inspectKeyed(byte[] source, String remoteDir, KeyedReads reads, int threads)`: the
+/// keyed-state report. Without `remoteDir` the checkpoint is local (or its `_metadata` bytes name
+/// local files) and read natively; with it, `source` holds the `_metadata` bytes of the remote
+/// checkpoint directory `remoteDir`, whose files `reads` reads in ranges. `reads` (may be null
+/// for a local checkpoint) hears the progress after every handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspectKeyed<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    source: JByteArray<'l>,
+    remote_dir: JString<'l>,
+    reads: JObject<'l>,
+    threads: jni::sys::jint,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let remote_dir = string_arg(env, &remote_dir)?;
+            let reads = if reads.is_null() {
+                None
+            } else {
+                Some(JavaReads {
+                    vm: env.get_java_vm()?,
+                    obj: env.new_global_ref(reads)?,
+                })
+            };
+            let threads = usize::try_from(threads).unwrap_or(1).max(1);
+            let progress = |p: KeyedProgress| {
+                if let Some(r) = &reads {
+                    r.progress(p);
+                }
+            };
+            let report = match (&remote_dir, &reads) {
+                (Some(dir), Some(r)) => {
+                    let Source::Bytes { metadata, name, .. } =
+                        Source::decode(bytes_arg(env, &source)?)?
+                    else {
+                        return Err(Error::InvalidArgument(
+                            "a remote checkpoint comes as _metadata bytes".into(),
+                        )
+                        .into());
+                    };
+                    let cp = RemoteCheckpoint::new(&name, dir, metadata, r)?;
+                    wire::encode_keyed_report(&name, &read_keyed_from(&cp, threads, &progress))
+                }
+                (Some(_), None) => {
+                    return Err(Error::InvalidArgument(
+                        "a remote checkpoint needs a reader of its files".into(),
+                    )
+                    .into())
+                }
+                (None, _) => with_checkpoint(env, &source, |cp| {
+                    Ok(wire::encode_keyed_report(
+                        &cp.metadata_path.display().to_string(),
+                        &read_keyed_from(cp, threads, &progress),
+                    ))
+                })?,
+            };
             Ok(env.byte_array_from_slice(&report)?)
         })
         .resolve::<ThrowSurgeonException>()

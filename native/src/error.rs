@@ -21,10 +21,12 @@ pub enum Code {
     Wire,
     Jni,
     Panic,
+    /// Only the Java side's: the JVM shut down (a signal) during a repair, which removed what it created.
+    Interrupted,
 }
 
 impl Code {
-    pub const ALL: [Code; 12] = [
+    pub const ALL: [Code; 13] = [
         Code::Format,
         Code::Unsupported,
         Code::Io,
@@ -37,6 +39,7 @@ impl Code {
         Code::Wire,
         Code::Jni,
         Code::Panic,
+        Code::Interrupted,
     ];
 
     /// The name both sides use (`INVALID_ARGUMENT`).
@@ -54,6 +57,7 @@ impl Code {
             Code::Wire => "WIRE",
             Code::Jni => "JNI",
             Code::Panic => "PANIC",
+            Code::Interrupted => "INTERRUPTED",
         }
     }
 
@@ -72,6 +76,7 @@ impl Code {
             Code::Wire => "a payload between Java and the native library is malformed or of another wire version",
             Code::Jni => "a JNI call failed",
             Code::Panic => "a bug: the native code panicked (the JVM keeps running)",
+            Code::Interrupted => "the JVM shut down (SIGTERM, SIGHUP, SIGINT) before the switch; the run removed what it created, nothing was changed",
         }
     }
 }

@@ -13,6 +13,7 @@
 //! | [`PlanSummary`]: the plan, and what the stage step wrote | Rust → Java | `CSPL` |
 //! | [`Report`]: the inspection report | Rust → Java | `CSRE` |
 //! | [`StateFile`] list: the files a checkpoint's state lives in | Rust → Java | `CSSF` |
+//! | [`KeyedReport`]: keyed state per operator, state and subtask | Rust → Java | `CSKR` |
 //!
 //! [`samples`] builds each payload from known values for the tests of both sides.
 //!
@@ -21,6 +22,9 @@
 
 use crate::codec::io::{encode_modified_utf8, JStr};
 use crate::codec::kafka::KafkaOffset;
+use crate::codec::keyed::handle::{RocksdbCounts, SnapshotFormat};
+use crate::codec::keyed::meta::BackendStateType;
+use crate::codec::keyed::{Note, StateCount};
 use crate::codec::StreamSource;
 use crate::commit::Staged;
 use crate::error::{Error, Result};
@@ -28,21 +32,26 @@ use crate::report::files::{FileKind, StateFile};
 use crate::report::inspect::{
     HandleReport, KafkaEnumReport, OperatorReport, Report, StateReport, SubtaskReport,
 };
+use crate::report::keyed::{
+    HandleReport as KeyedHandleReport, KeyedReport, KeyedStateReport, OperatorKeyed,
+    SerializerReport, SnapshotReport,
+};
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
 use crate::surgery::keyed::KeyedOperation;
-use crate::surgery::{new_metadata_size, Depth, NewIdentity, Operation, Plan, Request, Selector};
+use crate::surgery::{Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
 pub mod samples;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 
 pub const SOURCE: u32 = u32::from_be_bytes(*b"CSSO");
 pub const REQUEST: u32 = u32::from_be_bytes(*b"CSRQ");
 pub const PLAN: u32 = u32::from_be_bytes(*b"CSPL");
 pub const REPORT: u32 = u32::from_be_bytes(*b"CSRE");
 pub const STATE_FILES: u32 = u32::from_be_bytes(*b"CSSF");
+pub const KEYED_REPORT: u32 = u32::from_be_bytes(*b"CSKR");
 
 // ---------------------------------------------------------------------------------------------
 // Encoder and decoder
@@ -451,6 +460,7 @@ impl Request {
                         e.u8(1);
                         e.bytes(id);
                     }
+                    NewIdentity::Keep => e.u8(2),
                 }
                 e.opt_str(name.as_deref());
             }
@@ -510,7 +520,8 @@ impl Request {
                     to: match d.u8()? {
                         0 => NewIdentity::Uid(d.str()?),
                         1 => NewIdentity::Id(operator_id(d)?),
-                        t => return d.tag_err("new identity tag 0 (uid) or 1 (id)", t),
+                        2 => NewIdentity::Keep,
+                        t => return d.tag_err("new identity tag 0 (uid), 1 (id) or 2 (kept)", t),
                     },
                     name: d.opt_str()?,
                 },
@@ -599,7 +610,7 @@ impl PlanSummary {
             source: cp.name(),
             metadata_only: plan.depth == Depth::MetadataOnly,
             metadata_bytes_before: cp.metadata_len() as i64,
-            metadata_bytes_after: new_metadata_size(plan) as i64,
+            metadata_bytes_after: plan.metadata_bytes as i64,
             changes: plan
                 .changes
                 .iter()
@@ -732,6 +743,7 @@ fn enc_handle(e: &mut Enc, h: &Option<HandleReport>) {
         e.i64(s.elements);
         e.i64(s.bytes);
         e.str(&s.serializer);
+        e.str(&s.element_type);
         e.i64(s.distinct);
         e.i64(s.digest);
         enc_list(e, &s.kafka, |e, (k, n)| {
@@ -778,6 +790,7 @@ fn dec_handle(d: &mut Dec) -> Result<Option<HandleReport>> {
                 elements: d.i64()?,
                 bytes: d.i64()?,
                 serializer: d.str()?,
+                element_type: d.str()?,
                 distinct: d.i64()?,
                 digest: d.i64()?,
                 kafka: d.list(32, |d| Ok((dec_kafka_offset(d)?, d.i64()? as u64)))?,
@@ -943,6 +956,213 @@ pub fn decode_state_files(buf: Bytes) -> Result<Vec<StateFile>> {
     Ok(files)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Keyed report
+
+fn enc_count(e: &mut Enc, c: &StateCount) {
+    e.i64(c.entries as i64);
+    e.i64(c.raw_bytes as i64);
+    e.i64(c.stored_bytes as i64);
+    e.bool(c.complete);
+}
+
+fn dec_count(d: &mut Dec) -> Result<StateCount> {
+    Ok(StateCount {
+        entries: d.i64()? as u64,
+        raw_bytes: d.i64()? as u64,
+        stored_bytes: d.i64()? as u64,
+        complete: d.bool()?,
+    })
+}
+
+fn enc_format(e: &mut Enc, f: SnapshotFormat) {
+    e.u8(SnapshotFormat::ALL
+        .iter()
+        .position(|x| *x == f)
+        .unwrap_or(0) as u8);
+}
+
+fn dec_format(d: &mut Dec) -> Result<SnapshotFormat> {
+    let t = d.u8()?;
+    match SnapshotFormat::ALL.get(t as usize) {
+        Some(f) => Ok(*f),
+        None => d.tag_err("snapshot format tag 0 to 3", t),
+    }
+}
+
+fn enc_snapshot(e: &mut Enc, s: &SnapshotReport) {
+    e.str(&s.snapshot_class);
+    e.i32(s.version);
+    e.opt_str(s.serializer_class.as_deref());
+    enc_list(e, &s.classes, |e, c| e.str(c));
+    enc_list(e, &s.nested, enc_snapshot);
+    e.bool(s.layout_known);
+}
+
+/// Nested snapshots deeper than this are no serializer Flink writes; refused, not recursed into.
+const MAX_SNAPSHOT_DEPTH: usize = 64;
+
+fn dec_snapshot(d: &mut Dec, depth: usize) -> Result<SnapshotReport> {
+    if depth > MAX_SNAPSHOT_DEPTH {
+        return Err(d.err(
+            d.pos,
+            format!("snapshots nested at most {MAX_SNAPSHOT_DEPTH} deep"),
+        ));
+    }
+    Ok(SnapshotReport {
+        snapshot_class: d.str()?,
+        version: d.i32()?,
+        serializer_class: d.opt_str()?,
+        classes: d.list(4, Dec::str)?,
+        nested: d.list(14, |d| dec_snapshot(d, depth + 1))?,
+        layout_known: d.bool()?,
+    })
+}
+
+/// The keyed report of the checkpoint `source`.
+pub fn encode_keyed_report(source: &str, r: &KeyedReport) -> Vec<u8> {
+    let mut e = Enc::new(KEYED_REPORT);
+    e.str(source);
+    enc_list(&mut e, &r.operators, |e, op| {
+        e.str(&op.operator_id);
+        e.opt_str(op.name.as_deref());
+        e.opt_str(op.uid.as_deref());
+        e.i32(op.parallelism);
+        e.i32(op.max_parallelism);
+        enc_list(e, &op.states, |e, s| {
+            e.str(&s.name);
+            e.str(s.backend_type);
+            e.opt_str(s.state_type.as_deref());
+            enc_list(e, &s.serializers, |e, x| {
+                e.str(&x.key);
+                enc_snapshot(e, &x.snapshot);
+            });
+            e.bool(s.ttl);
+            enc_count(e, &s.total);
+            enc_list(e, &s.per_subtask, |e, (t, c)| {
+                e.i32(*t);
+                enc_count(e, c);
+            });
+            enc_list(e, &s.formats, |e, f| enc_format(e, *f));
+            e.bool(s.rocksdb.is_some());
+            if let Some(r) = &s.rocksdb {
+                for v in [
+                    r.files,
+                    r.deleted_keys,
+                    r.merge_operands,
+                    r.range_deletions,
+                    r.data_size,
+                ] {
+                    e.i64(v as i64);
+                }
+            }
+        });
+        enc_list(e, &op.handles, |e, h| {
+            e.i32(h.subtask);
+            e.bool(h.raw);
+            e.str(&h.kind);
+            e.bool(h.format.is_some());
+            if let Some(f) = h.format {
+                enc_format(e, f);
+            }
+            e.i32(h.key_groups.0);
+            e.i32(h.key_groups.1);
+            for v in [
+                h.total_bytes,
+                h.header_bytes,
+                h.overhead_bytes,
+                h.unattributed_bytes,
+            ] {
+                e.i64(v as i64);
+            }
+            e.bool(h.stored_apportioned);
+            enc_list(e, &h.notes, |e, n| {
+                e.str(&n.file);
+                e.i64(n.offset as i64);
+                e.str(&n.message);
+            });
+            e.opt_str(h.error.as_deref());
+        });
+    });
+    e.finish()
+}
+
+pub fn decode_keyed_report(buf: Bytes) -> Result<(String, KeyedReport)> {
+    let mut d = Dec::new(buf, KEYED_REPORT, "keyed report")?;
+    let source = d.str()?;
+    let operators = d.list(22, |d| {
+        Ok(OperatorKeyed {
+            operator_id: d.str()?,
+            name: d.opt_str()?,
+            uid: d.opt_str()?,
+            parallelism: d.i32()?,
+            max_parallelism: d.i32()?,
+            states: d.list(40, |d| {
+                let name = d.str()?;
+                let at = d.pos;
+                let t = d.str()?;
+                let backend_type = BackendStateType::from_name(&t)
+                    .ok_or_else(|| d.err(at, format!("a backend state type, found {t}")))?
+                    .name();
+                Ok(KeyedStateReport {
+                    name,
+                    backend_type,
+                    state_type: d.opt_str()?,
+                    serializers: d.list(18, |d| {
+                        Ok(SerializerReport {
+                            key: d.str()?,
+                            snapshot: dec_snapshot(d, 0)?,
+                        })
+                    })?,
+                    ttl: d.bool()?,
+                    total: dec_count(d)?,
+                    per_subtask: d.list(29, |d| Ok((d.i32()?, dec_count(d)?)))?,
+                    formats: d.list(1, dec_format)?,
+                    rocksdb: if d.bool()? {
+                        Some(RocksdbCounts {
+                            files: d.i64()? as u64,
+                            deleted_keys: d.i64()? as u64,
+                            merge_operands: d.i64()? as u64,
+                            range_deletions: d.i64()? as u64,
+                            data_size: d.i64()? as u64,
+                        })
+                    } else {
+                        None
+                    },
+                })
+            })?,
+            handles: d.list(52, |d| {
+                Ok(KeyedHandleReport {
+                    subtask: d.i32()?,
+                    raw: d.bool()?,
+                    kind: d.str()?,
+                    format: if d.bool()? {
+                        Some(dec_format(d)?)
+                    } else {
+                        None
+                    },
+                    key_groups: (d.i32()?, d.i32()?),
+                    total_bytes: d.i64()? as u64,
+                    header_bytes: d.i64()? as u64,
+                    overhead_bytes: d.i64()? as u64,
+                    unattributed_bytes: d.i64()? as u64,
+                    stored_apportioned: d.bool()?,
+                    notes: d.list(16, |d| {
+                        Ok(Note {
+                            file: d.str()?,
+                            offset: d.i64()? as u64,
+                            message: d.str()?,
+                        })
+                    })?,
+                    error: d.opt_str()?,
+                })
+            })?,
+        })
+    })?;
+    d.end()?;
+    Ok((source, KeyedReport { operators }))
+}
+
 /// Decodes any payload by its magic and encodes it again: the Java tests send their payloads
 /// through this to prove both sides agree on every byte.
 pub fn echo(buf: Bytes) -> Result<Vec<u8>> {
@@ -956,6 +1176,10 @@ pub fn echo(buf: Bytes) -> Result<Vec<u8>> {
         PLAN => PlanSummary::decode(buf)?.encode(),
         REPORT => Report::decode(buf)?.encode(),
         STATE_FILES => encode_state_files(&decode_state_files(buf)?),
+        KEYED_REPORT => {
+            let (source, r) = decode_keyed_report(buf)?;
+            encode_keyed_report(&source, &r)
+        }
         m => {
             return Err(Error::Wire(format!(
                 "payload at byte 0: expected a known magic, found {m:#010x}"

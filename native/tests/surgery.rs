@@ -546,6 +546,26 @@ fn staging_writes_only_fresh_names_and_cleans_up_on_failure() {
     let tmp = staged.metadata_tmp.file_name().unwrap().to_string_lossy();
     assert!(tmp.starts_with("_metadata.tmp-"), "{tmp}");
     assert_eq!(after.len(), before.len() + 1 + staged.written.len());
+    // The tool's own names (clean-leftovers knows them by this): UUID-shaped, version 8 with the
+    // tag 8c5 where Flink's version 4 UUIDs have a 4, RFC 4122 variant.
+    for n in names
+        .iter()
+        .map(String::as_str)
+        .chain([&tmp["_metadata.tmp-".len()..]])
+    {
+        let g: Vec<&str> = n.split('-').collect();
+        let lens: Vec<usize> = g.iter().map(|x| x.len()).collect();
+        assert_eq!(lens, [8, 4, 4, 4, 12], "{n}");
+        assert!(
+            n.bytes()
+                .all(|c| c == b'-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+            "{n}"
+        );
+        assert!(
+            g[2].starts_with("8c5") && "89ab".contains(&g[3][..1]),
+            "{n}"
+        );
+    }
 
     // A plan that picks names that exist now (the files just staged) is refused: nothing is
     // opened onto them, and the failed stage removes what it created itself.
@@ -859,4 +879,67 @@ fn rename_operator_stores_the_new_uid_and_name_in_v5_metadata() {
     );
     let e = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_err();
     assert!(e.to_string().contains("stores no operator names"), "{e}");
+    // so is a new name alone
+    let req = Request::rename_operator(Selector::Id(source), NewIdentity::Keep, Some("n"));
+    let e = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_err();
+    assert!(
+        e.to_string().contains("a new name alone changes nothing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn rename_operator_with_a_name_alone_keeps_the_id_and_uid_and_the_plan_shows_each_change() {
+    let (cp, source) = flip27_source("/2.");
+    let op = cp
+        .metadata
+        .operators
+        .iter()
+        .find(|o| o.id == source)
+        .unwrap();
+    let (uid, name) = (op.uid.clone().unwrap(), op.name.clone().unwrap());
+    let req = Request::rename_operator(
+        Selector::Id(source),
+        NewIdentity::Keep,
+        Some("numbers (v2)"),
+    );
+    let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap();
+    let after = plan
+        .metadata
+        .operators
+        .iter()
+        .find(|o| o.id == source)
+        .unwrap();
+    assert_eq!(after.uid.as_ref(), Some(&uid));
+    assert_eq!(after.name.as_ref().unwrap().to_string(), "numbers (v2)");
+    assert_eq!(plan.changes.len(), 1);
+    assert_eq!(
+        plan.changes[0].detail,
+        format!("name '{name}' -> 'numbers (v2)'")
+    );
+    // every change of a full rename: id, stored uid and name
+    let to = NewIdentity::Uid("numbers v2".into());
+    let req = Request::rename_operator(Selector::Id(source), to, Some("n2"));
+    let plan = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap();
+    let new_id = operator_id_for_uid("numbers v2");
+    assert_eq!(
+        plan.changes[0].detail,
+        format!(
+            "id {} -> {}, uid '{uid}' -> 'numbers v2', name '{name}' -> 'n2'",
+            surgery::hex(&source),
+            surgery::hex(&new_id)
+        )
+    );
+    // longer than Flink's writeUTF takes: refused, not written short
+    let long = "y".repeat(70_000);
+    let req = Request::rename_operator(Selector::Id(source), NewIdentity::Keep, Some(&long));
+    let e = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_err();
+    assert!(e.to_string().contains("the new name is 70000 bytes"), "{e}");
+    let req = Request::rename_operator(Selector::Id(source), NewIdentity::Uid(long.clone()), None);
+    let e = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_err();
+    assert!(e.to_string().contains("the new uid is 70000 bytes"), "{e}");
+    // without a name, and nothing else, there is nothing to do
+    let req = Request::rename_operator(Selector::Id(source), NewIdentity::Keep, None);
+    let e = surgery::plan(&cp, &req, &mut commit::random_file_name).unwrap_err();
+    assert!(e.to_string().contains("needs a new uid"), "{e}");
 }

@@ -43,6 +43,11 @@ fuzz_target!(|data: &[u8]| {
             NewIdentity::Uid("renamed\tuid ü".into()),
             None,
         ));
+        requests.push(Request::rename_operator(
+            Selector::Id(op.id),
+            NewIdentity::Keep,
+            Some("renamed\u{1b}[2J"),
+        ));
     }
     for op in [
         KafkaOperation::MigrateLegacy {

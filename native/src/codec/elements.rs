@@ -80,17 +80,7 @@ pub enum Layout {
 impl Layout {
     /// The element layout of a list state's entry, or an Unsupported error naming its serializer.
     pub fn of_entry(stream: &Bytes, entry: &MetaInfoEntry) -> Result<Layout> {
-        let s = entry
-            .serializers
-            .iter()
-            .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
-            .ok_or_else(|| {
-                Error::format(
-                    entry.start as u64,
-                    format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
-                    None,
-                )
-            })?;
+        let s = value_serializer(entry)?;
         let mut r = Reader::new(stream.slice(..s.body.1));
         r.seek(s.body.0)?;
         let class = s.class_name.to_string_lossy();
@@ -188,6 +178,21 @@ fn count(data: &[u8], at: usize, min: usize) -> Option<(usize, usize)> {
     let n = usize::try_from(i32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?)).ok()?;
     let left = data.len() - (at + 4);
     (n == 0 || (min > 0 && n <= left / min)).then_some((n, at + 4))
+}
+
+/// The VALUE_SERIALIZER snapshot of a list state's entry.
+fn value_serializer(entry: &MetaInfoEntry) -> Result<&SerializerSnapshot> {
+    entry
+        .serializers
+        .iter()
+        .find(|s| s.key.as_bytes() == b"VALUE_SERIALIZER")
+        .ok_or_else(|| {
+            Error::format(
+                entry.start as u64,
+                format!("a VALUE_SERIALIZER snapshot for state '{}'", entry.name),
+                None,
+            )
+        })
 }
 
 /// Where a Kryo 2 string (`Output.writeString`) that starts at `at` ends: ASCII with the high bit
@@ -583,6 +588,108 @@ pub fn split(layout: &Layout, data: &[u8], count: usize) -> Option<Vec<(usize, u
         p = e;
     }
     (p == data.len()).then_some(v)
+}
+
+/// What a list state's elements are, as the state's VALUE_SERIALIZER snapshot names them
+/// (`Tuple2<String, Long>`, `Tuple2<org.example.Partition (Kryo), Long>`): a name is no proof of
+/// whose state it is, its element type is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElementType {
+    /// One of Flink's basic types, by its Java name.
+    Basic(&'static str),
+    /// A class that `KryoSerializer` writes.
+    Kryo(String),
+    /// `TupleSerializer`: the fields' types.
+    Tuple(Vec<ElementType>),
+    /// Any other serializer: its snapshot class.
+    Other(String),
+}
+
+/// The Java types of [`SIMPLE`]'s snapshots.
+const JAVA_NAMES: [(&str, &str); 10] = [
+    ("LongSerializer$LongSerializerSnapshot", "Long"),
+    ("DoubleSerializer$DoubleSerializerSnapshot", "Double"),
+    ("IntSerializer$IntSerializerSnapshot", "Integer"),
+    ("FloatSerializer$FloatSerializerSnapshot", "Float"),
+    ("ShortSerializer$ShortSerializerSnapshot", "Short"),
+    ("CharSerializer$CharSerializerSnapshot", "Character"),
+    ("ByteSerializer$ByteSerializerSnapshot", "Byte"),
+    ("BooleanSerializer$BooleanSerializerSnapshot", "Boolean"),
+    ("StringSerializer$StringSerializerSnapshot", "String"),
+    (
+        "array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot",
+        "byte[]",
+    ),
+];
+
+impl std::fmt::Display for ElementType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ElementType::Basic(name) => f.write_str(name),
+            ElementType::Kryo(class) => write!(f, "{class} (Kryo)"),
+            ElementType::Tuple(fields) => {
+                write!(f, "Tuple{}<", fields.len())?;
+                for (i, t) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str(">")
+            }
+            ElementType::Other(class) => f.write_str(class),
+        }
+    }
+}
+
+impl ElementType {
+    /// The element type of a list state's entry, and the snapshot it was read from. A snapshot
+    /// the tool cannot read is [`ElementType::Other`]; only a missing VALUE_SERIALIZER is an error.
+    pub fn read_entry<'e>(
+        stream: &Bytes,
+        entry: &'e MetaInfoEntry,
+    ) -> Result<(ElementType, &'e SerializerSnapshot)> {
+        let s = value_serializer(entry)?;
+        let class = s.class_name.to_string_lossy();
+        let mut r = Reader::new(stream.slice(..s.body.1));
+        r.seek(s.body.0)?;
+        let t = match read_snapshot(&mut r, &class, s.version, 0) {
+            Ok(info) if r.remaining() == 0 => ElementType::of(&info),
+            _ => ElementType::Other(class),
+        };
+        Ok((t, s))
+    }
+
+    fn of(info: &SnapshotInfo) -> ElementType {
+        let java = JAVA_NAMES
+            .iter()
+            .find(|(name, _)| info.class.strip_prefix(BASE) == Some(name));
+        match (info.class.as_str(), java) {
+            (_, Some((_, java))) => ElementType::Basic(java),
+            (KRYO_SNAPSHOT, _) if info.names.len() == 1 => ElementType::Kryo(info.names[0].clone()),
+            (TUPLE_SNAPSHOT, _) => {
+                ElementType::Tuple(info.nested.iter().map(ElementType::of).collect())
+            }
+            _ => ElementType::Other(info.class.clone()),
+        }
+    }
+
+    /// Whether these are the legacy `FlinkKafkaConsumer`'s offsets: `Tuple2<KafkaTopicPartition,
+    /// Long>` with the partition written by Kryo (`FlinkKafkaConsumerBase.createStateSerializer`).
+    pub fn is_kafka_legacy(&self) -> bool {
+        matches!(self, ElementType::Tuple(f) if f.len() == 2
+            && f[0] == ElementType::Kryo(KAFKA_TOPIC_PARTITION.into())
+            && f[1] == ElementType::Basic("Long"))
+    }
+}
+
+/// The legacy `FlinkKafkaConsumer` offsets' element type, as [`ElementType`] displays it.
+pub fn kafka_legacy_type() -> String {
+    ElementType::Tuple(vec![
+        ElementType::Kryo(KAFKA_TOPIC_PARTITION.into()),
+        ElementType::Basic("Long"),
+    ])
+    .to_string()
 }
 
 #[cfg(test)]

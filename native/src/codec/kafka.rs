@@ -12,6 +12,7 @@
 //!   partitions: Flink 1.14-1.16 and connector 3.0), 2 (partitions with an assignment status and
 //!   the initial-discovery flag: connector 3.1-4.0) or 3 (splits with offsets: connector 5.0+).
 
+use crate::codec::elements::ElementType;
 use crate::codec::io::{push_utf, Reader};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -95,11 +96,15 @@ pub fn decode_source_split(e: &[u8]) -> Option<KafkaOffset> {
 /// Decodes one element of a state, or says it is not one.
 pub type Decoder = fn(&[u8]) -> Option<KafkaOffset>;
 
-/// The decoder for a state name, if it is a Kafka source state.
-pub fn decoder(state: &str) -> Option<Decoder> {
+/// The decoder of a Kafka source state: the legacy state only when its serializer snapshot names
+/// the consumer's element type (pulsar-flink and others use the same name), `SourceReaderState`
+/// when its elements are `byte[]` (each element is then checked to be a Kafka split).
+pub fn decoder(state: &str, element: &ElementType) -> Option<Decoder> {
     match state {
-        LEGACY_STATE => Some(decode_legacy),
-        SOURCE_READER_STATE => Some(decode_source_split),
+        LEGACY_STATE if element.is_kafka_legacy() => Some(decode_legacy),
+        SOURCE_READER_STATE if *element == ElementType::Basic("byte[]") => {
+            Some(decode_source_split)
+        }
         _ => None,
     }
 }

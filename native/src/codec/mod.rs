@@ -33,4 +33,10 @@ pub trait StreamSource {
     fn metadata_len(&self) -> u64;
     /// The bytes of one state stream.
     fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes>;
+    /// One state stream for reads at any offset. A source that holds its streams in memory (or
+    /// mapped) gives their bytes; a remote one reads only the ranges asked for (the keyed readers
+    /// read an SST file's last few KiB, a canonical stream front to back).
+    fn open_stream(&self, h: &StreamHandle) -> Result<Box<dyn keyed::RangeSource + '_>> {
+        Ok(Box::new(self.stream_bytes(h)?))
+    }
 }

@@ -660,17 +660,26 @@ fn element_ranges_sorted(handle: &OperatorHandle, stream_len: u64) -> Vec<Vec<(u
 pub fn state_blocks(handle: &OperatorHandle, stream_len: u64) -> Option<Blocks> {
     let mut blocks: Vec<(u64, u64, usize)> = Vec::with_capacity(handle.states.len());
     for (i, st) in handle.states.iter().enumerate() {
-        let mut prev: Option<u64> = None;
-        for o in st.offsets.iter() {
-            let o = o as u64;
-            if prev.is_some_and(|p| p >= o) || o > stream_len {
-                return None;
-            }
-            prev = Some(o);
+        if st.offsets.is_empty() {
+            continue;
         }
-        if let Some(last) = prev {
-            blocks.push((st.offsets.get(0) as u64, last, i));
+        // Branch-free over runs of offsets (a union state may have millions): each above the one
+        // before it, none beyond the stream (a negative one, as u64, is).
+        let words = st
+            .offsets
+            .0
+            .chunks_exact(8)
+            .map(|c| u64::from_be_bytes(c.try_into().expect("chunks of 8")));
+        let first = st.offsets.get(0) as u64;
+        let (mut prev, mut bad) = (first, first > stream_len);
+        for o in words.skip(1) {
+            bad |= (o <= prev) | (o > stream_len);
+            prev = o;
         }
+        if bad {
+            return None;
+        }
+        blocks.push((first, prev, i));
     }
     blocks.sort_unstable();
     if blocks.windows(2).any(|w| w[0].1 >= w[1].0) {

@@ -13,6 +13,7 @@
 pub mod keyed;
 pub mod mapguard;
 pub mod read;
+pub mod remote;
 
 pub use read::Checkpoint;
 
@@ -98,29 +99,12 @@ fn stage_into(
     created: &mut Vec<PathBuf>,
 ) -> Result<Staged> {
     let mut staged = Staged::default();
-    let mut new_files = HashSet::new();
-    for s in &plan.new_streams {
-        let Some(name) = &s.file_name else { continue };
-        new_files.insert(name.clone());
-        if s.keyed.is_some() {
-            continue;
-        }
-        let path = stream_dir.join(checked_relative(name)?);
-        write_new_file(&path, created, |w| {
-            for p in &s.pieces {
-                w.write_all(p)?;
-            }
-            Ok(())
-        })?;
-        staged.written.push(path.display().to_string());
-    }
-    let mut metadata = plan.metadata.clone();
-    for (path, k, offsets) in stage_keyed(cp, plan, stream_dir, created)? {
-        set_key_groups(&mut metadata, &k.file, offsets, k.bytes_written)?;
-        staged.written.push(path.display().to_string());
-        staged.keyed.push(k);
-    }
-    let metadata = with_new_file_paths(metadata, stream_dir, out_uri);
+    let new_files: HashSet<String> = plan
+        .new_streams
+        .iter()
+        .filter_map(|s| s.file_name.clone())
+        .collect();
+    let metadata = with_new_file_paths(plan.metadata.clone(), stream_dir, out_uri);
 
     let mut relative = Vec::new();
     metadata.visit_stream_handles(&mut |h| {
@@ -133,12 +117,48 @@ fn stage_into(
     relative.retain(|n| !new_files.contains(n));
     staged.unchanged_relative = relative;
 
-    let tmp = fresh_path(stream_dir, &format!("{METADATA_FILE_NAME}.tmp-"), |p| {
-        write_new_file(p, created, |w| {
-            let mut out = crate::codec::io::Writer::new(w);
-            metadata.write(&mut out)
+    // The staged `_metadata` first, then the files it names: a run killed in between leaves
+    // files that a `_metadata.tmp-*` beside them references, which is how `clean-leftovers`
+    // knows them as a killed run's (`internal/Leftovers.java`).
+    let write_tmp = |metadata: &CheckpointMetadata, created: &mut Vec<PathBuf>| {
+        fresh_path(stream_dir, &format!("{METADATA_FILE_NAME}.tmp-"), |p| {
+            write_new_file(p, created, |w| {
+                let mut out = crate::codec::io::Writer::new(w);
+                metadata.write(&mut out)
+            })
         })
-    })?;
+    };
+    let mut tmp = write_tmp(&metadata, created)?;
+    for s in &plan.new_streams {
+        let Some(name) = &s.file_name else { continue };
+        if s.keyed.is_some() {
+            continue;
+        }
+        let path = stream_dir.join(checked_relative(name)?);
+        write_new_file(&path, created, |w| {
+            for p in &s.pieces {
+                w.write_all(p)?;
+            }
+            Ok(())
+        })?;
+        staged.written.push(path.display().to_string());
+    }
+    // Rewritten keyed streams have their key-group offsets only once written: the first
+    // `_metadata.tmp-*` names their files (for `clean-leftovers`), a second one has the offsets.
+    let keyed_written = stage_keyed(cp, plan, stream_dir, created)?;
+    let mut metadata = metadata;
+    if !keyed_written.is_empty() {
+        let mut planned = plan.metadata.clone();
+        for (path, k, offsets) in keyed_written {
+            set_key_groups(&mut planned, &k.file, offsets, k.bytes_written)?;
+            staged.written.push(path.display().to_string());
+            staged.keyed.push(k);
+        }
+        metadata = with_new_file_paths(planned, stream_dir, out_uri);
+        let first = std::mem::replace(&mut tmp, write_tmp(&metadata, created)?);
+        std::fs::remove_file(&first).map_err(|e| Error::io(first.display().to_string(), e))?;
+        created.retain(|p| *p != first);
+    }
     let written = Checkpoint::open(&tmp)?;
     if written.metadata != metadata {
         return Err(Error::InvalidArgument(format!(
@@ -495,7 +515,11 @@ fn create_error(path: &Path, e: std::io::Error) -> Error {
     }
 }
 
-/// A fresh random name for a state file, shaped like the UUIDs Flink uses.
+/// A fresh random name for a state file, shaped like the UUIDs Flink uses but of version 8
+/// (RFC 9562, custom) with the tag `8c5` where Flink's (`UUID.randomUUID`, version 4) have `4`:
+/// `xxxxxxxx-xxxx-8c5x-yxxx-xxxxxxxxxxxx`, 114 random bits. No Flink file is named so, which
+/// lets `doctor` and `clean-leftovers` tell this tool's staged files from Flink's
+/// (`internal/Leftovers.java` holds the pattern).
 pub fn random_file_name() -> String {
     use std::io::Read;
     let mut b = [0u8; 16];
@@ -507,7 +531,8 @@ pub fn random_file_name() -> String {
             .unwrap_or(0);
         b = (t ^ (std::process::id() as u128) << 64).to_le_bytes();
     }
-    b[6] = (b[6] & 0x0f) | 0x40;
+    b[6] = 0x8c;
+    b[7] = (b[7] & 0x0f) | 0x50;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!(

@@ -26,13 +26,13 @@ pub const TTL_SETTINGS: &str = "the meta info holds no TTL settings: the time to
 pub const ROCKSDB_NUMBERS: &str = "RocksDB's table properties: entries include tombstones and \
      overwritten versions not compacted yet, bytes are the SST files' sizes";
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyedReport {
     pub operators: Vec<OperatorKeyed>,
 }
 
 /// The keyed state of one operator.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct OperatorKeyed {
     pub operator_id: String,
     pub name: Option<String>,
@@ -125,7 +125,7 @@ fn serializer_class(snapshot: &str) -> Option<String> {
 }
 
 /// One keyed state of an operator.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KeyedStateReport {
     pub name: String,
     /// `KEY_VALUE`, `PRIORITY_QUEUE` (timers), `KEY_VALUE_V2`.
@@ -154,7 +154,7 @@ impl KeyedStateReport {
 }
 
 /// One keyed handle (or part of one) of a subtask.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HandleReport {
     pub subtask: i32,
     /// Raw keyed state (written by the operator itself), not the backend's.

@@ -14,6 +14,7 @@
 //! refused, see [`opstate::split_stream`]).
 
 use super::{delegate_location, replace_stream, Change, NewStream, Selector};
+use crate::codec::elements::{self, ElementType};
 use crate::codec::handles::{Mode, OperatorHandle, StreamHandle};
 use crate::codec::io::JStr;
 use crate::codec::kafka::{
@@ -96,7 +97,8 @@ fn partitions_text(topic: &str, partition: Option<i32>) -> String {
 }
 
 /// Applies one Kafka operation to the selected operators of `md`; returns whether it selected
-/// anything.
+/// anything (when not, `nothing` may say why).
+#[allow(clippy::too_many_arguments)]
 pub fn apply(
     cp: &dyn StreamSource,
     md: &mut CheckpointMetadata,
@@ -105,6 +107,7 @@ pub fn apply(
     name_stream: &mut dyn FnMut() -> String,
     changes: &mut Vec<Change>,
     new_streams: &mut Vec<NewStream>,
+    nothing: &mut String,
 ) -> Result<bool> {
     if md.version < 3 {
         return Err(Error::InvalidArgument(format!(
@@ -120,7 +123,7 @@ pub fn apply(
             changes: &mut *changes,
             new_streams: &mut *new_streams,
         };
-        hit |= match op {
+        let hit_here = match op {
             KafkaOperation::MigrateLegacy {
                 enum_state_version,
                 parallelism,
@@ -145,8 +148,55 @@ pub fn apply(
                 s.edit_splits(o, topic, *partition, Some(*to), *selector == Selector::All)?
             }
         };
+        if !hit_here && !matches!(op, KafkaOperation::MigrateLegacy { .. }) {
+            if let Some(note) = legacy_note(cp, o)? {
+                *nothing = format!("{} selects nothing: {note}", op.describe(selector));
+            }
+        }
+        hit |= hit_here;
     }
     Ok(hit)
+}
+
+/// What an operator without KafkaSource splits holds under the legacy consumer's state name, for
+/// the message of a drop-topic or set-offsets that selects nothing.
+fn legacy_note(cp: &dyn StreamSource, o: &OperatorState) -> Result<Option<String>> {
+    let legacy = JStr::new(LEGACY_STATE);
+    let Some(h) = o
+        .subtask_states()
+        .filter_map(|(_, s)| s.managed_operator())
+        .find(|h| h.states.iter().any(|x| x.name == legacy))
+    else {
+        return Ok(None);
+    };
+    let id = o.hex_id();
+    let Some(delegate) = &h.delegate else {
+        return Ok(None);
+    };
+    let stream = cp.stream_bytes(delegate)?;
+    Ok(Some(match legacy_element_type(&stream, h)? {
+        Some((t, _)) if t.is_kafka_legacy() => format!(
+            "operator {id} holds FlinkKafkaConsumer offsets ('{LEGACY_STATE}'), not KafkaSource \
+             splits: turn them into splits with kafka migrate-legacy first"
+        ),
+        Some((t, _)) => format!(
+            "operator {id} holds '{LEGACY_STATE}' under FlinkKafkaConsumer's name, but it is not \
+             Kafka's: its elements are {t}, not {}",
+            elements::kafka_legacy_type()
+        ),
+        None => return Ok(None),
+    }))
+}
+
+/// The element type of the legacy state in a stream, and where its serializer snapshot's body
+/// starts; None when the header has no such entry.
+fn legacy_element_type(stream: &Bytes, h: &OperatorHandle) -> Result<Option<(ElementType, usize)>> {
+    let header = opstate::parse_header(stream, h)?;
+    let Some(e) = header.entry(&JStr::new(LEGACY_STATE)) else {
+        return Ok(None);
+    };
+    let (t, s) = ElementType::read_entry(stream, e)?;
+    Ok(Some((t, s.body.0)))
 }
 
 struct OperatorSurgery<'a> {
@@ -161,6 +211,7 @@ struct Taken {
     parts: StreamParts,
     delegate: StreamHandle,
     location: String,
+    stream: Bytes,
 }
 
 fn has_state(s: &SubtaskState, name: &JStr) -> bool {
@@ -187,6 +238,7 @@ impl OperatorSurgery<'_> {
             parts,
             delegate,
             location,
+            stream,
         })
     }
 
@@ -297,8 +349,26 @@ impl OperatorSurgery<'_> {
                     )));
                 }
                 if let Some(pos) = t.parts.states.iter().position(|s| s.name == legacy) {
-                    let part = t.parts.states.remove(pos);
                     let h = state.managed_operator().expect("taken from it");
+                    // The name alone is not enough: pulsar-flink and others use it too.
+                    if let Some((ty, at)) = legacy_element_type(&t.stream, h)
+                        .map_err(|e| e.in_file(&t.location))?
+                        .filter(|(ty, _)| !ty.is_kafka_legacy())
+                    {
+                        return Err(Error::Format {
+                            file: t.location.clone(),
+                            offset: at as u64,
+                            expected: format!(
+                                "a FlinkKafkaConsumer offset entry of '{LEGACY_STATE}' in the \
+                                 state's serializer snapshot (elements {})",
+                                elements::kafka_legacy_type()
+                            ),
+                            found: Some(format!(
+                                "elements {ty}: not Kafka's, so operator {id} is not migrated"
+                            )),
+                        });
+                    }
+                    let part = t.parts.states.remove(pos);
                     let offsets = &h.states[pos].offsets;
                     let bytes: usize =
                         part.entry.len() + part.elements.iter().map(|e| e.len()).sum::<usize>();

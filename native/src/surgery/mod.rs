@@ -93,6 +93,8 @@ pub enum NewIdentity {
     Uid(String),
     /// An operator id as such (for a job that never set uids).
     Id([u8; 16]),
+    /// The same id and uid: only the name changes (V5+ metadata stores names).
+    Keep,
 }
 
 /// One operation of a request.
@@ -319,6 +321,8 @@ pub struct Plan {
     pub depth: Depth,
     /// Every absolute path relocation rewrote: (old, new).
     pub relocated: Vec<(String, String)>,
+    /// The size of the new `_metadata`.
+    pub metadata_bytes: u64,
     /// The keyed handles a keyed surgery changes, with the bytes read and written for each.
     pub keyed: Vec<keyed::KeyedHandleChange>,
     /// How many keyed streams the stage rewrites at once.
@@ -397,12 +401,14 @@ pub fn plan(
             let new_files = new_files.iter().map(String::as_str).collect();
             relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
         }
+        let metadata_bytes = metadata_size(&md)?;
         return Ok(Plan {
             changes,
             metadata: md,
             new_streams,
             depth: req.depth,
             relocated,
+            metadata_bytes,
             keyed: planned.handles,
             threads,
         });
@@ -443,6 +449,7 @@ pub fn plan(
                 name_stream,
                 &mut changes,
                 &mut kafka_streams,
+                &mut nothing,
             )?,
             Operation::Keyed { .. } => unreachable!("keyed requests are planned above"),
         };
@@ -464,15 +471,26 @@ pub fn plan(
             .collect();
         relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
     }
+    let metadata_bytes = metadata_size(&md)?;
     Ok(Plan {
         changes,
         metadata: md,
         new_streams,
         depth: req.depth,
         relocated,
+        metadata_bytes,
         keyed: Vec::new(),
         threads,
     })
+}
+
+/// The new `_metadata`'s size; a string the request brought in (a uid, a name, a relocated path)
+/// longer than Flink's writeUTF takes is refused here, not written short.
+fn metadata_size(md: &CheckpointMetadata) -> Result<u64> {
+    let mut sized = crate::codec::io::Writer::new(std::io::sink());
+    md.write(&mut sized)
+        .map_err(|e| Error::InvalidArgument(format!("the new _metadata cannot be written: {e}")))?;
+    Ok(sized.written())
 }
 
 /// Marks a `FileStateHandle` path that `commit::stage` replaces with the new file's path.
@@ -536,12 +554,4 @@ pub fn replace_stream(
         keyed: None,
     };
     Ok((handle, stream))
-}
-
-/// The size `_metadata` will have after the surgery, without writing it anywhere.
-pub fn new_metadata_size(plan: &Plan) -> u64 {
-    let mut w = crate::codec::io::Writer::new(std::io::sink());
-    // A sink never fails; a too-long string cannot come out of a parsed model.
-    let _ = plan.metadata.write(&mut w);
-    w.written()
 }

@@ -8,10 +8,16 @@
 use super::{PlanSummary, Source, StagedSummary, REQUEST, SOURCE};
 use crate::codec::io::JStr;
 use crate::codec::kafka::KafkaOffset;
+use crate::codec::keyed::handle::{RocksdbCounts, SnapshotFormat};
+use crate::codec::keyed::{Note, StateCount};
 use crate::error::{Error, Result};
 use crate::report::files::{FileKind, StateFile};
 use crate::report::inspect::{
     HandleReport, KafkaEnumReport, OperatorReport, Report, StateReport, SubtaskReport,
+};
+use crate::report::keyed::{
+    HandleReport as KeyedHandleReport, KeyedReport, KeyedStateReport, OperatorKeyed,
+    SerializerReport, SnapshotReport,
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
 use crate::surgery::{Depth, NewIdentity, Operation, Request, Selector};
@@ -48,6 +54,7 @@ fn handle(prefix: &str, base: i64) -> HandleReport {
             elements: base + 4,
             bytes: base + 5,
             serializer: format!("{prefix}.state.serializer"),
+            element_type: format!("{prefix}.state.elementType"),
             distinct: base + 6,
             digest: base + 7,
             kafka: vec![(
@@ -153,6 +160,83 @@ pub fn state_files() -> Vec<StateFile> {
     ]
 }
 
+/// A state count whose numbers start at `base`.
+fn count(base: u64, complete: bool) -> StateCount {
+    StateCount {
+        entries: base + 1,
+        raw_bytes: base + 2,
+        stored_bytes: base + 3,
+        complete,
+    }
+}
+
+/// A serializer snapshot whose strings start with `prefix`, with one nested snapshot.
+fn snapshot(prefix: &str, version: i32, nested: bool) -> SnapshotReport {
+    SnapshotReport {
+        snapshot_class: format!("{prefix}.snapshotClass"),
+        version,
+        serializer_class: Some(format!("{prefix}.serializerClass")),
+        classes: vec![format!("{prefix}.class")],
+        nested: if nested {
+            vec![snapshot(&format!("{prefix}.nested"), version + 1, false)]
+        } else {
+            Vec::new()
+        },
+        layout_known: nested,
+    }
+}
+
+/// The keyed report Java decodes in `WireSamplesTest.keyedReportFields`.
+pub fn keyed_report() -> KeyedReport {
+    KeyedReport {
+        operators: vec![OperatorKeyed {
+            operator_id: s("keyed.operatorId"),
+            name: Some(s("keyed.name")),
+            uid: Some(s("keyed.uid")),
+            parallelism: 21,
+            max_parallelism: 22,
+            states: vec![KeyedStateReport {
+                name: s("state.name"),
+                backend_type: "PRIORITY_QUEUE",
+                state_type: Some(s("state.type")),
+                serializers: vec![SerializerReport {
+                    key: s("serializer.key"),
+                    snapshot: snapshot("serializer", 23, true),
+                }],
+                ttl: true,
+                total: count(2000, false),
+                per_subtask: vec![(24, count(2100, true))],
+                formats: vec![SnapshotFormat::HeapCheckpoint, SnapshotFormat::Changelog],
+                rocksdb: Some(RocksdbCounts {
+                    files: 2201,
+                    deleted_keys: 2202,
+                    merge_operands: 2203,
+                    range_deletions: 2204,
+                    data_size: 2205,
+                }),
+            }],
+            handles: vec![KeyedHandleReport {
+                subtask: 25,
+                raw: true,
+                kind: s("handle.kind"),
+                format: Some(SnapshotFormat::RocksdbFiles),
+                key_groups: (26, 27),
+                total_bytes: 2301,
+                header_bytes: 2302,
+                overhead_bytes: 2303,
+                unattributed_bytes: 2304,
+                stored_apportioned: true,
+                notes: vec![Note {
+                    file: s("note.file"),
+                    offset: 2305,
+                    message: s("note.message"),
+                }],
+                error: Some(s("handle.error")),
+            }],
+        }],
+    }
+}
+
 /// The requests Java builds in `WireSamplesTest.requestFields`, by name.
 pub fn request(name: &str) -> Option<Request> {
     let uid = || Selector::Uid(s("kafka.uid"));
@@ -201,6 +285,11 @@ pub fn request(name: &str) -> Option<Request> {
                     to: s("relocateOutside.to"),
                     outside: true,
                 },
+                Operation::RenameOperator {
+                    operator: Selector::Name(s("renameName.name")),
+                    to: NewIdentity::Keep,
+                    name: Some(s("renameName.toName")),
+                },
             ],
             depth: Depth::MetadataOnly,
             reference_unchanged: Some(s("request.referencedSource")),
@@ -238,12 +327,13 @@ pub fn source(name: &str) -> Option<Source> {
     })
 }
 
-/// The encoded sample `name` (`report`, `plan`, `state-files`) for Java to decode.
+/// The encoded sample `name` (`report`, `plan`, `state-files`, `keyed-report`) for Java to decode.
 pub fn encode(name: &str) -> Result<Vec<u8>> {
     Ok(match name {
         "report" => report().encode(),
         "plan" => plan().encode(),
         "state-files" => super::encode_state_files(&state_files()),
+        "keyed-report" => super::encode_keyed_report("keyed.source", &keyed_report()),
         _ => return Err(Error::InvalidArgument(format!("no wire sample '{name}'"))),
     })
 }

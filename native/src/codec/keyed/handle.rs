@@ -43,6 +43,13 @@ pub enum SnapshotFormat {
 }
 
 impl SnapshotFormat {
+    pub const ALL: [SnapshotFormat; 4] = [
+        SnapshotFormat::Canonical,
+        SnapshotFormat::HeapCheckpoint,
+        SnapshotFormat::RocksdbFiles,
+        SnapshotFormat::Changelog,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             SnapshotFormat::Canonical => "canonical",
@@ -245,8 +252,8 @@ fn read_key_groups(
         return Ok(r);
     };
     let name = stream_name(delegate);
-    let stream = src.stream_bytes(delegate).map_err(|e| e.in_file(&name))?;
-    read_key_groups_stream(code, kg, &stream, &name, prefix).map_err(|e| e.in_file(&name))
+    let stream = src.open_stream(delegate).map_err(|e| e.in_file(&name))?;
+    read_key_groups_stream(code, kg, &*stream, &name, prefix).map_err(|e| e.in_file(&name))
 }
 
 /// The stream of a key-groups handle, already at hand.
@@ -405,16 +412,18 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
     })?;
     let meta_name = stream_name(meta_handle);
     let meta_stream = src
-        .stream_bytes(meta_handle)
+        .open_stream(meta_handle)
         .map_err(|e| e.in_file(&meta_name))?;
-    let m = read_meta(&meta_stream, meta_stream.len() as u64).map_err(|e| e.in_file(&meta_name))?;
+    let meta_len = meta_stream.len();
+    let m = read_meta(&*meta_stream, meta_len).map_err(|e| e.in_file(&meta_name))?;
+    drop(meta_stream);
     let names: Vec<String> = m.states.iter().map(|s| s.name.to_string_lossy()).collect();
     let mut rocks = RocksdbReading {
         per_state: vec![RocksdbCounts::default(); names.len()],
         ..RocksdbReading::default()
     };
     r.states = vec![StateCount::none(); names.len()];
-    r.header_bytes = meta_stream.len() as u64;
+    r.header_bytes = meta_len;
     // the MANIFEST that CURRENT names (the only one in Flink's handles)
     let file_name = |k: &str| k.rsplit('/').next().unwrap_or(k).to_string();
     let current = private
@@ -439,8 +448,8 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
         if is_manifest && rocks.manifest.is_none() {
             let name = stream_name(h);
             match src
-                .stream_bytes(h)
-                .and_then(|b| manifest::parse(&b))
+                .open_stream(h)
+                .and_then(|b| manifest::parse(&*b))
                 .map_err(|e| e.in_file(&name))
             {
                 Ok(man) => rocks.manifest = Some(man),
@@ -448,7 +457,7 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
             }
         }
     }
-    r.total_bytes += meta_stream.len() as u64;
+    r.total_bytes += meta_len;
     let mut other: Vec<(String, StateCount)> = Vec::new();
     for (k, h) in shared.iter().chain(private.iter()) {
         let key = k.to_string();
@@ -471,8 +480,8 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
                 .map(|m| m.live_file(number).is_some()),
         };
         match src
-            .stream_bytes(h)
-            .and_then(|b| sst::read(&b))
+            .open_stream(h)
+            .and_then(|b| sst::read(&*b))
             .map_err(|e| e.in_file(&name))
         {
             Ok(file) => {

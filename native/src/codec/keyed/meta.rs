@@ -76,6 +76,13 @@ impl BackendStateType {
         })
     }
 
+    /// The type [`Self::name`] spells `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        (0..5)
+            .filter_map(Self::from_ordinal)
+            .find(|t| t.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             BackendStateType::KeyValue => "KEY_VALUE",

@@ -39,10 +39,14 @@ public final class CommitFaults {
         Commit.testHook = (step, index, unit) -> {
             if (matches(stallAt, step, index)) {
                 System.err.println("commit: stalling at " + step + " " + unit);
-                try {
-                    Thread.sleep(600_000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
+                // until the JVM shuts down (the run then stops at this safe point), at most 10 minutes
+                for (int i = 0; i < 60_000 && !Commit.stopping(); i++) {
+                    try {
+                        Thread.sleep(10);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
                 }
             }
             if (failAt != null && failAt.startsWith("oom:") && matches(failAt.substring(4), step, index)) {

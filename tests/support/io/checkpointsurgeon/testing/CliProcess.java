@@ -57,6 +57,39 @@ public final class CliProcess {
         return new CliProcess(true, args);
     }
 
+    /**
+     * A command line as the tool prints it ({@code checkpoint-surgeon ARGS}: words split as a POSIX
+     * shell splits them, single quotes included), run as {@link #withFlink}.
+     */
+    public static CliProcess withFlinkAsPrinted(String commandLine) {
+        List<String> words = new ArrayList<>();
+        StringBuilder w = null;
+        for (int i = 0; i < commandLine.length(); i++) {
+            char c = commandLine.charAt(i);
+            if (c == ' ') {
+                if (w != null) words.add(w.toString());
+                w = null;
+                continue;
+            }
+            if (w == null) w = new StringBuilder();
+            if (c == '\'') {
+                int end = commandLine.indexOf('\'', i + 1);
+                if (end < 0) throw new IllegalArgumentException("unterminated quote: " + commandLine);
+                w.append(commandLine, i + 1, end);
+                i = end;
+            } else if (c == '\\' && i + 1 < commandLine.length()) {
+                w.append(commandLine.charAt(++i));
+            } else {
+                w.append(c);
+            }
+        }
+        if (w != null) words.add(w.toString());
+        if (words.isEmpty() || !words.get(0).equals("checkpoint-surgeon")) {
+            throw new IllegalArgumentException("not a checkpoint-surgeon command line: " + commandLine);
+        }
+        return withFlink(words.subList(1, words.size()).toArray(new String[0]));
+    }
+
     /** {@code -Dkey=value} for the CLI's JVM. */
     public CliProcess systemProperty(String key, Object value) {
         properties.add("-D" + key + "=" + value);

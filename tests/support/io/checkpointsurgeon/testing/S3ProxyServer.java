@@ -58,6 +58,11 @@ public final class S3ProxyServer implements AutoCloseable {
         return server;
     }
 
+    /** The port S3Proxy listens on (127.0.0.1). */
+    public int port() {
+        return port;
+    }
+
     /** {@code http://127.0.0.1:<port>}, for {@code s3.endpoint}. */
     public String endpoint() {
         return "http://127.0.0.1:" + port;

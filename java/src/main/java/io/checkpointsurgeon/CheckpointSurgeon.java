@@ -2,6 +2,7 @@ package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.HaCheckpoint;
+import io.checkpointsurgeon.internal.Leftovers;
 import io.checkpointsurgeon.internal.Native;
 import io.checkpointsurgeon.internal.Repairs;
 import java.io.IOException;
@@ -199,6 +200,34 @@ public final class CheckpointSurgeon {
     public static InspectReport inspect(String path) throws CheckpointSurgeonException {
         Objects.requireNonNull(path, "path");
         return isFlinkPath(path) ? Repairs.inspectRemote(path) : inspect(FlinkFileSystems.localPath(path));
+    }
+
+    /**
+     * The keyed state of a local checkpoint or savepoint per operator and per keyed state (name,
+     * type, serializers, TTL, entries and bytes in total and per subtask), read natively without
+     * any class of the job: a canonical savepoint's or heap checkpoint's streams are read once
+     * each (in parallel across handles, in bounded memory), a RocksDB checkpoint's SST files only
+     * at their footer and properties block. A handle that cannot be read is reported with its
+     * error and the rest is still read. Long reads report to the {@link #setProgressListener
+     * progress listener}.
+     *
+     * @param path a {@code _metadata} file, or the directory that holds it
+     */
+    public static KeyedReport inspectKeyed(Path path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return Native.inspectKeyed(path, progress);
+    }
+
+    /**
+     * {@link #inspectKeyed(Path)} for a Flink path ({@code s3://bucket/checkpoints/<job>/chk-42})
+     * or a local one. Nothing is downloaded or staged: each file is read through Flink's
+     * FileSystem in the ranges the readers need (a few KiB at the end of each SST file; canonical
+     * and heap streams front to back), with a bounded number of requests at once.
+     */
+    public static KeyedReport inspectKeyed(String path) throws CheckpointSurgeonException {
+        Objects.requireNonNull(path, "path");
+        return isFlinkPath(path) ? Native.inspectKeyedRemote(path, progress)
+                : inspectKeyed(FlinkFileSystems.localPath(path));
     }
 
     /** {@link #plan(Path, Surgery)} for a Flink path or a local one. Writes nothing. */
@@ -440,19 +469,28 @@ public final class CheckpointSurgeon {
      * {@code INSPECT_SUBTASKS} for every subtask's handles), or run a surgery on it
      * ({@code REMOVE_STATE} or {@code DEDUPE_UNION} of {@link #state()} in operator
      * {@link #operatorId()}; {@code MIGRATE_KAFKA_LEGACY} of operator {@link #operatorId()}, whose
-     * surgery needs the new job's connector version, so {@link #surgery()} is null for it).
+     * surgery needs the new job's connector version, so {@link #surgery()} is null for it), or
+     * delete what a killed repair left in the directory ({@code CLEAN_LEFTOVERS}, {@link #removeLeftovers}).
      * {@link #surgery()} gives the surgery to pass to {@link #apply}; an application shows the
-     * remedy its own way (the CLI as a command line).
+     * remedy its own way (the CLI as a command line). A remedy for an HA completedCheckpoint file
+     * ({@link #haRepair()}) is an HA repair of the same surgery ({@link #repairHa}: the HA files and
+     * their state streams rewritten together), or examining the HA files ({@code LIST_HA}).
      */
     public static final class Remedy {
         /** What a remedy does; {@link #toString()} is its spelling in JSON. */
         public enum Action {
             INSPECT,
             INSPECT_SUBTASKS,
+            /** Examine the keyed state per state ({@link CheckpointSurgeon#inspectKeyed(String)}). */
+            INSPECT_KEYED,
             REMOVE_STATE,
             DEDUPE_UNION,
             /** FlinkKafkaConsumer state to KafkaSource state ({@link Surgery#migrateKafkaLegacy}). */
-            MIGRATE_KAFKA_LEGACY;
+            MIGRATE_KAFKA_LEGACY,
+            /** Examine HA completedCheckpoint files ({@link #haFileInfo}, {@link #inspectHa}). */
+            LIST_HA,
+            /** Delete the files a killed repair left ({@link CheckpointSurgeon#removeLeftovers}). */
+            CLEAN_LEFTOVERS;
 
             @Override
             public String toString() {
@@ -464,15 +502,39 @@ public final class CheckpointSurgeon {
         private final Action action;
         private final String operatorId;
         private final String state;
+        private final boolean haRepair;
 
         public Remedy(Action action, String operatorId, String state) {
+            this(action, operatorId, state, false);
+        }
+
+        private Remedy(Action action, String operatorId, String state, boolean haRepair) {
             this.action = Objects.requireNonNull(action, "action");
             this.operatorId = operatorId;
             this.state = state;
+            this.haRepair = haRepair;
+        }
+
+        /**
+         * This remedy for an HA completedCheckpoint file: a surgery stays itself, applied to the HA
+         * files; examining (and a Kafka migration, which needs a savepoint) becomes {@code LIST_HA}.
+         */
+        Remedy forHaFile() {
+            boolean surgery = action == Action.REMOVE_STATE || action == Action.DEDUPE_UNION;
+            return surgery ? new Remedy(action, operatorId, state, true) : new Remedy(Action.LIST_HA, null, null, true);
+        }
+
+        /** Whether this remedy applies to HA completedCheckpoint files, not to a checkpoint. */
+        public boolean haRepair() {
+            return haRepair;
         }
 
         static Remedy inspect(boolean subtasks) {
             return new Remedy(subtasks ? Action.INSPECT_SUBTASKS : Action.INSPECT, null, null);
+        }
+
+        static Remedy inspectKeyed() {
+            return new Remedy(Action.INSPECT_KEYED, null, null);
         }
 
         public Action action() {
@@ -507,17 +569,18 @@ public final class CheckpointSurgeon {
             if (!(o instanceof Remedy)) return false;
             Remedy that = (Remedy) o;
             return action == that.action && Objects.equals(operatorId, that.operatorId)
-                    && Objects.equals(state, that.state);
+                    && Objects.equals(state, that.state) && haRepair == that.haRepair;
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(action, operatorId, state);
+            return Objects.hash(action, operatorId, state, haRepair);
         }
 
         @Override
         public String toString() {
-            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state + "]";
+            return "Remedy[action=" + action + ", operatorId=" + operatorId + ", state=" + state
+                    + (haRepair ? ", haRepair" : "") + "]";
         }
     }
 
@@ -597,9 +660,70 @@ public final class CheckpointSurgeon {
         return Doctor.examine(inspect(checkpoint), checkpoint);
     }
 
-    /** {@link #doctor} for an HA completedCheckpoint file. */
+    /**
+     * What a repair killed with SIGKILL left in a local checkpoint directory (or the directory of a
+     * {@code _metadata} file): its staged {@code _metadata.tmp-*} and the state files only such a
+     * staged file references, named the way this tool names new files (never Flink's names). Reads
+     * only. A run stopped by SIGTERM, SIGHUP or SIGINT removes its own files and leaves none.
+     */
+    public static List<Path> leftovers(Path checkpoint) throws CheckpointSurgeonException {
+        return Leftovers.find(directoryOf(checkpoint));
+    }
+
+    /**
+     * Deletes {@link #leftovers} under the directory's commit lock (fails with {@code LOCKED} while a
+     * repair runs there), each deletion reported to the progress listener; returns what it deleted.
+     */
+    public static List<Path> removeLeftovers(Path checkpoint) throws CheckpointSurgeonException {
+        return Leftovers.remove(directoryOf(checkpoint));
+    }
+
+    private static Path directoryOf(Path checkpoint) {
+        Path p = Objects.requireNonNull(checkpoint, "checkpoint").toAbsolutePath().normalize();
+        return Files.isDirectory(p) ? p : p.getParent();
+    }
+
+    /**
+     * What is wrong with a checkpoint's keyed state ({@code keyed} must be
+     * {@link #inspectKeyed(String)}'s of the checkpoint {@code report} describes):
+     * <ul>
+     * <li>{@code LARGEST_KEYED_STATE_WITHOUT_TTL} (WARNING): the keyed state that holds the largest
+     * share of the checkpoint's bytes, 1 MiB or more of it, has no TTL, the usual case of a state
+     * that grows without bound;
+     * <li>{@code STALE_KEYED_STATE} (WARNING), when {@code registeredStates} is given: a keyed state
+     * in the checkpoint that the job no longer registers. Flink restores every state of the meta
+     * info and writes it back on every checkpoint, so it is carried forever. Each entry is a state
+     * name, for every operator, or {@code uid/name} (or {@code operatorId/name}) for one operator,
+     * which is then checked against its own entries and the unscoped ones; timers (priority queue
+     * states) are not the job's to register and are not checked;
+     * <li>{@code KEYED_SERIALIZER_CLASS_MISSING} (ERROR), when {@code classPath} is given: a class a
+     * state's serializer snapshot names (the snapshot class, a POJO, Kryo's type) that the class
+     * path cannot load, so that a restore with it fails. Flink's own classes are checked only when
+     * the class path has Flink.
+     * </ul>
+     */
+    public static List<Finding> doctorKeyed(InspectReport report, KeyedReport keyed,
+            java.util.Collection<String> registeredStates, ClassLoader classPath) {
+        Objects.requireNonNull(report, "report");
+        Objects.requireNonNull(keyed, "keyed");
+        return Doctor.examineKeyed(report, keyed, registeredStates, classPath);
+    }
+
+    /**
+     * {@link #doctor} for an HA completedCheckpoint file: its remedies are HA repairs
+     * ({@link Remedy#haRepair()}), since a restore after a JobManager failover reads the HA file.
+     */
     public static List<Finding> doctorHa(Path haFile) throws CheckpointSurgeonException {
-        return Doctor.examine(inspectHa(haFile), haFile.toString());
+        List<Finding> out = new java.util.ArrayList<>();
+        for (Finding f : Doctor.examine(inspectHa(haFile), haFile.toString())) {
+            List<Remedy> alternatives = new java.util.ArrayList<>();
+            for (Remedy r : f.alternatives()) {
+                Remedy ha = r.forHaFile();
+                if (!alternatives.contains(ha) && !ha.equals(f.fix().forHaFile())) alternatives.add(ha);
+            }
+            out.add(new Finding(f.severity(), f.code(), f.message(), f.fix().forHaFile(), alternatives));
+        }
+        return out;
     }
 
     /**

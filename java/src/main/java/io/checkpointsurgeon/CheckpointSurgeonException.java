@@ -36,6 +36,8 @@ public class CheckpointSurgeonException extends Exception {
         JNI,
         /** A bug: the native code panicked (the JVM keeps running). */
         PANIC,
+        /** The JVM shut down (SIGTERM, SIGHUP, SIGINT) before the switch; the run removed what it created, nothing was changed. */
+        INTERRUPTED,
     }
 
     private final Code code;

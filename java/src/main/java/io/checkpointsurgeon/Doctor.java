@@ -3,6 +3,7 @@ package io.checkpointsurgeon;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
 import io.checkpointsurgeon.flink.StateFile;
+import io.checkpointsurgeon.internal.Leftovers;
 import io.checkpointsurgeon.internal.Native;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -33,6 +34,7 @@ final class Doctor {
         List<CheckpointSurgeon.Finding> out = examine(r, path.toString());
         Path metadata = Files.isDirectory(path) ? path.resolve("_metadata") : path;
         files(out, metadata);
+        leftovers(out, metadata.toAbsolutePath().getParent());
         if (FlinkJudge.flinkAvailable()) {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
@@ -79,6 +81,24 @@ final class Doctor {
         }
     }
 
+    /** A finding for what a killed repair of this tool left in the checkpoint's directory. */
+    private static void leftovers(List<CheckpointSurgeon.Finding> out, Path dir) {
+        List<Path> found;
+        try {
+            found = Leftovers.find(dir);
+        } catch (CheckpointSurgeonException e) {
+            return; // a backup that cannot be read: nothing is claimed (clean-leftovers says why)
+        }
+        if (found.isEmpty()) return;
+        List<String> names = new ArrayList<>();
+        for (Path p : found) names.add(p.getFileName().toString());
+        out.add(new CheckpointSurgeon.Finding(WARNING, "LEFTOVER_FILES", String.format(Locale.ROOT,
+                "%d file(s) in %s were left by a checkpoint-surgeon repair that was killed before its switch (or"
+                        + " belong to one running there now): %s; no _metadata of the directory references them,"
+                        + " so they are safe to delete", found.size(), dir, sample(names)),
+                new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.CLEAN_LEFTOVERS, null, null), List.of()));
+    }
+
     private static CheckpointSurgeon.Remedy remedy(CheckpointSurgeon.Remedy.Action action, String operatorId, String state) {
         return new CheckpointSurgeon.Remedy(action, operatorId, state);
     }
@@ -121,6 +141,8 @@ final class Doctor {
             for (InspectReport.StateTotal t : op.stateTotals()) {
                 if (!t.mode().equals("UNION")) continue;
                 StaleStates.Entry known = StaleStates.match(op, t);
+                StaleStates.Entry named = StaleStates.byName(op, t);
+                String lookAlike = named == null ? null : StaleStates.lookAlike(named, op, t);
                 deployment += 8 * t.elements();
                 List<InspectReport.StateInfo> copies = new ArrayList<>();
                 for (InspectReport.SubtaskInfo s : op.subtasks()) {
@@ -141,7 +163,8 @@ final class Doctor {
                                     + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
                                     + " no longer reads, which multiplies by the parallelism on every restore%s",
                             t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements(),
-                            known == null ? "" : " (" + StaleStates.explain(known) + ")"),
+                            known != null ? " (" + StaleStates.explain(known) + ")"
+                                    : lookAlike != null ? " (" + StaleStates.explainLookAlike(named, lookAlike) + ")" : ""),
                             remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
                             List.of(remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, op.id(), t.name()))));
@@ -195,15 +218,141 @@ final class Doctor {
         return out;
     }
 
+    /** Below this, a keyed state without TTL is no growth worth a finding yet. */
+    static final long UNBOUNDED_MIN_BYTES = 1L << 20;
+
+    /** What {@link CheckpointSurgeon#doctorKeyed} finds. */
+    static List<CheckpointSurgeon.Finding> examineKeyed(InspectReport r, KeyedReport keyed,
+            java.util.Collection<String> registered, ClassLoader classPath) {
+        List<CheckpointSurgeon.Finding> out = new ArrayList<>();
+        largestWithoutTtl(out, r, keyed);
+        if (registered != null) staleKeyed(out, keyed, registered);
+        if (classPath != null) keyedClasses(out, keyed, classPath);
+        return out;
+    }
+
+    private static void largestWithoutTtl(List<CheckpointSurgeon.Finding> out, InspectReport r, KeyedReport keyed) {
+        KeyedReport.Operator op = null;
+        KeyedReport.State largest = null;
+        for (KeyedReport.Operator o : keyed.operators()) {
+            for (KeyedReport.State s : o.states()) {
+                if (largest == null || s.total().storedBytes() > largest.total().storedBytes()) {
+                    op = o;
+                    largest = s;
+                }
+            }
+        }
+        long all = Math.max(keyed.storedBytes(), r.totalOperatorStateBytes() + r.totalKeyedStateBytes()
+                + r.totalChannelStateBytes());
+        if (largest == null || largest.ttl() || largest.total().storedBytes() < UNBOUNDED_MIN_BYTES
+                || largest.backendStateType() == KeyedReport.BackendStateType.PRIORITY_QUEUE) {
+            return;
+        }
+        out.add(new CheckpointSurgeon.Finding(WARNING, "LARGEST_KEYED_STATE_WITHOUT_TTL", String.format(Locale.ROOT,
+                "keyed %s state '%s' of operator %s holds the largest share of the checkpoint (%.0f %% of %s: %,d"
+                        + " entries, %s%s) and has no TTL: unless the job clears it, it grows with every new key,"
+                        + " the usual unbounded growth. Give it a TTL (StateTtlConfig) or clear it in the job, and"
+                        + " follow it over checkpoints with history --keyed",
+                largest.kind(), largest.name(), label(op), 100.0 * largest.total().storedBytes() / Math.max(1, all),
+                InspectReport.formatBytes(all), largest.total().entries(),
+                InspectReport.formatBytes(largest.total().storedBytes()),
+                largest.rocksDbNumbers() ? "; RocksDB's numbers, with tombstones and versions not compacted yet" : ""),
+                CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
+    }
+
+    /** An operator as the findings name it: its id, and its uid where the format stores it. */
+    private static String label(KeyedReport.Operator op) {
+        return op.id() + (op.uid().isEmpty() ? "" : " (uid " + op.uid() + ")");
+    }
+
+    private static void staleKeyed(List<CheckpointSurgeon.Finding> out, KeyedReport keyed,
+            java.util.Collection<String> registered) {
+        Set<String> ids = new HashSet<>();
+        for (KeyedReport.Operator o : keyed.operators()) {
+            ids.add(o.id());
+            if (!o.uid().isEmpty()) ids.add(o.uid());
+        }
+        Set<String> global = new HashSet<>();
+        java.util.Map<String, Set<String>> scoped = new java.util.HashMap<>();
+        for (String line : registered) {
+            int slash = line.indexOf('/');
+            if (slash > 0 && ids.contains(line.substring(0, slash))) {
+                scoped.computeIfAbsent(line.substring(0, slash), k -> new HashSet<>()).add(line.substring(slash + 1));
+            } else {
+                global.add(line);
+            }
+        }
+        for (KeyedReport.Operator o : keyed.operators()) {
+            Set<String> expected = new HashSet<>(global);
+            expected.addAll(scoped.getOrDefault(o.id(), Set.of()));
+            expected.addAll(scoped.getOrDefault(o.uid(), Set.of()));
+            for (KeyedReport.State s : o.states()) {
+                if (expected.contains(s.name()) || s.backendStateType() == KeyedReport.BackendStateType.PRIORITY_QUEUE) {
+                    continue;
+                }
+                out.add(new CheckpointSurgeon.Finding(WARNING, "STALE_KEYED_STATE", String.format(Locale.ROOT,
+                        "keyed %s state '%s' of operator %s is in the checkpoint (%,d entries, %s) but the job no"
+                                + " longer registers it: Flink restores every state of the meta info and writes it"
+                                + " back on every checkpoint, heap and RocksDB alike, so it is carried forever."
+                                + " Remove it with a State Processor API job or wait for remove-keyed-state",
+                        s.kind(), s.name(), label(o), s.total().entries(),
+                        InspectReport.formatBytes(s.total().storedBytes())),
+                        CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
+            }
+        }
+    }
+
+    private static void keyedClasses(List<CheckpointSurgeon.Finding> out, KeyedReport keyed, ClassLoader cl) {
+        boolean flink = loads("org.apache.flink.api.common.typeutils.TypeSerializerSnapshot", cl);
+        for (KeyedReport.Operator o : keyed.operators()) {
+            Set<String> reported = new HashSet<>(); // a class once per operator (the key's is every state's)
+            for (KeyedReport.State s : o.states()) {
+                for (KeyedReport.Serializer z : s.serializers()) {
+                    for (String c : z.snapshot().allClasses()) {
+                        if (c.startsWith("org.apache.flink.") && !flink || loads(c, cl) || !reported.add(c)) continue;
+                        out.add(new CheckpointSurgeon.Finding(ERROR, "KEYED_SERIALIZER_CLASS_MISSING",
+                                String.format(Locale.ROOT, "keyed state '%s' of operator %s needs class %s (its %s is"
+                                        + " %s), which the given class path cannot load: a restore with it fails"
+                                        + " (ClassNotFoundException while the state's serializer is restored). Put"
+                                        + " the class on the job's class path, or remove the state with a State"
+                                        + " Processor API job or remove-keyed-state once it exists", s.name(), label(o),
+                                        c, z.role(), z.snapshot().shortName()),
+                                CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
+                    }
+                }
+            }
+        }
+    }
+
+    private static boolean loads(String className, ClassLoader cl) {
+        try {
+            Class.forName(className, false, cl);
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
     /**
      * A WARNING for each state of the catalogue ({@link StaleStates}) the checkpoint holds, unless
-     * the STALE_UNION_STATE finding already names it (that ERROR then carries the same text).
+     * the STALE_UNION_STATE finding already names it (that ERROR then carries the same text). A
+     * state with a catalogued name but another element type than the connector's (a look-alike:
+     * pulsar-flink's, or a job's own) is a LOOK_ALIKE_STATE warning that says what it holds.
      */
     private static void connectorStates(List<CheckpointSurgeon.Finding> out, InspectReport r, Set<String> staleUnion) {
         for (InspectReport.OperatorInfo op : r.operators()) {
             for (InspectReport.StateTotal t : op.stateTotals()) {
-                StaleStates.Entry e = StaleStates.match(op, t);
+                StaleStates.Entry e = StaleStates.byName(op, t);
                 if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
+                String lookAlike = StaleStates.lookAlike(e, op, t);
+                if (lookAlike != null) {
+                    out.add(new CheckpointSurgeon.Finding(WARNING, "LOOK_ALIKE_STATE", String.format(Locale.ROOT,
+                            "operator %s holds %s state '%s' (%,d elements, %s): %s", op.id(), e.mode, t.name(),
+                            t.elements(), t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
+                            StaleStates.explainLookAlike(e, lookAlike)),
+                            CheckpointSurgeon.Remedy.inspect(false), List.of()));
+                    continue;
+                }
                 out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", String.format(Locale.ROOT,
                         "operator %s holds %s state '%s' (%,d elements, %s) of %s",
                         op.id(), e.mode, t.name(), t.elements(),

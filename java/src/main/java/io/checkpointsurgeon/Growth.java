@@ -147,9 +147,15 @@ public final class Growth {
         private final long checkpointA, checkpointB, metadataBytesA, metadataBytesB;
         private final List<OperatorChange> operators;
         private final List<StateChange> states;
+        private final List<CheckpointSurgeon.Finding> findings;
 
         public Diff(String a, String b, long checkpointA, long checkpointB, long metadataBytesA, long metadataBytesB,
                 List<OperatorChange> operators, List<StateChange> states) {
+            this(a, b, checkpointA, checkpointB, metadataBytesA, metadataBytesB, operators, states, List.of());
+        }
+
+        public Diff(String a, String b, long checkpointA, long checkpointB, long metadataBytesA, long metadataBytesB,
+                List<OperatorChange> operators, List<StateChange> states, List<CheckpointSurgeon.Finding> findings) {
             this.a = a;
             this.b = b;
             this.checkpointA = checkpointA;
@@ -158,6 +164,7 @@ public final class Growth {
             this.metadataBytesB = metadataBytesB;
             this.operators = operators;
             this.states = states;
+            this.findings = List.copyOf(findings);
         }
 
         public String a() {
@@ -190,6 +197,14 @@ public final class Growth {
 
         public List<StateChange> states() {
             return states;
+        }
+
+        /**
+         * What the change shows: a union state of B that holds A's elements copied once per restore
+         * in between (UNION_STATE_GROWS_BY_PARALLELISM, see {@link Growth#multiplied}).
+         */
+        public List<CheckpointSurgeon.Finding> findings() {
+            return findings;
         }
 
         /** The largest growth factor of a state present in both. */
@@ -257,10 +272,35 @@ public final class Growth {
         return out;
     }
 
+    /** State keys in order: operator id, state name, then operator state before keyed state. */
+    private static final Comparator<List<String>> KEY_ORDER = Comparator.comparing((List<String> l) -> l.get(0))
+            .thenComparing(l -> l.get(1)).thenComparing(l -> l.size() > 2 ? l.get(2) : "");
+
+    /** The mode of a keyed state in diffs and histories: {@code keyed value}, {@code keyed timers}, ... */
+    static String keyedMode(KeyedReport.State s) {
+        return "keyed " + s.kind();
+    }
+
+    /**
+     * Per operator id and keyed state name (the key's third part is {@code keyed}, so that an
+     * operator state of the same name stays apart): entries, stored bytes, -1 (no distinct values).
+     */
+    static Map<List<String>, long[]> keyedStates(KeyedReport k, Map<List<String>, String> modes) {
+        Map<List<String>, long[]> out = new TreeMap<>(KEY_ORDER);
+        if (k == null) return out;
+        for (KeyedReport.Operator op : k.operators()) {
+            for (KeyedReport.State st : op.states()) {
+                List<String> key = List.of(op.id(), st.name(), "keyed");
+                modes.put(key, keyedMode(st));
+                out.put(key, new long[] {st.total().entries(), st.total().storedBytes(), -1});
+            }
+        }
+        return out;
+    }
+
     /** Per operator id and state name: elements, bytes, distinct (max per subtask), mode. */
     static Map<List<String>, long[]> states(InspectReport r, Map<List<String>, String> modes) {
-        Map<List<String>, long[]> out = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
-                .thenComparing(l -> l.get(1)));
+        Map<List<String>, long[]> out = new TreeMap<>(KEY_ORDER);
         for (InspectReport.OperatorInfo op : r.operators()) {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
@@ -280,10 +320,20 @@ public final class Growth {
 
     /** What changed from checkpoint {@code a} to checkpoint {@code b}. */
     public static Diff diff(InspectReport a, InspectReport b) {
+        return diff(a, b, null, null);
+    }
+
+    /**
+     * What changed from checkpoint {@code a} to checkpoint {@code b}, their keyed states included
+     * (mode {@code keyed <type>}, entries as elements, stored bytes as bytes) when their keyed
+     * reports are given ({@link CheckpointSurgeon#inspectKeyed(String)}; null: none).
+     */
+    public static Diff diff(InspectReport a, InspectReport b, KeyedReport keyedA, KeyedReport keyedB) {
         Map<List<String>, String> modes = new LinkedHashMap<>();
         Map<List<String>, long[]> sa = states(a, modes), sb = states(b, modes);
-        Map<List<String>, long[]> keys = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
-                .thenComparing(l -> l.get(1)));
+        sa.putAll(keyedStates(keyedA, modes));
+        sb.putAll(keyedStates(keyedB, modes));
+        Map<List<String>, long[]> keys = new TreeMap<>(KEY_ORDER);
         keys.putAll(sa);
         keys.putAll(sb);
         List<StateChange> states = new ArrayList<>();
@@ -306,8 +356,151 @@ public final class Growth {
                     x == null ? -1 : x.keyedStateBytes(), y == null ? -1 : y.keyedStateBytes(),
                     x == null ? -1 : x.coordinatorStateBytes(), y == null ? -1 : y.coordinatorStateBytes()));
         }
+        List<CheckpointSurgeon.Finding> findings = new ArrayList<>();
+        Map<List<String>, UnionCopies> ua = unions(a), ub = unions(b);
+        for (Map.Entry<List<String>, UnionCopies> e : ub.entrySet()) {
+            Multiplication m = multiplied(ua.get(e.getKey()), e.getValue());
+            if (m == null || !m.proven) continue;
+            findings.add(growsByParallelism(e.getKey(), List.of(m.step(b.checkpointId(), a.checkpointId())), m.b.total));
+        }
         return new Diff(a.source(), b.source(), a.checkpointId(), b.checkpointId(), a.metadataBytes(), b.metadataBytes(),
-                new ArrayList<>(ops.values()), states);
+                new ArrayList<>(ops.values()), states, findings);
+    }
+
+    /** The copies of one union state in one checkpoint: one per subtask that holds it. */
+    static final class UnionCopies {
+        final int parallelism;
+        final int copies;
+        final long total;
+        /** Every copy has the same elements (counts; digests too when the streams were read). */
+        final boolean identical;
+        /** Every copy's values were read: the digests and distinct counts below are known. */
+        final boolean read;
+        final long perCopy, perCopyDistinct, perCopyDigest;
+        /** The wrapping sum of every copy's digest: the digest of all elements together. */
+        final long digestSum;
+
+        UnionCopies(int parallelism, List<InspectReport.StateInfo> copies) {
+            this.parallelism = parallelism;
+            this.copies = copies.size();
+            InspectReport.StateInfo first = copies.get(0);
+            long total = 0, digestSum = 0;
+            boolean read = true, sameCounts = true, sameDigests = true;
+            for (InspectReport.StateInfo c : copies) {
+                total += c.elements();
+                digestSum += c.digest();
+                read &= c.distinctElements() >= 0;
+                sameCounts &= c.elements() == first.elements();
+                sameDigests &= c.digest() == first.digest();
+            }
+            this.total = total;
+            this.digestSum = digestSum;
+            this.read = read;
+            this.identical = sameCounts && (!read || sameDigests);
+            this.perCopy = first.elements();
+            this.perCopyDistinct = first.distinctElements();
+            this.perCopyDigest = first.digest();
+        }
+    }
+
+    /** Per operator id and union state name: its copies (operators with a parallelism above 1). */
+    static Map<List<String>, UnionCopies> unions(InspectReport r) {
+        Map<List<String>, UnionCopies> out = new LinkedHashMap<>();
+        for (InspectReport.OperatorInfo op : r.operators()) {
+            Map<String, List<InspectReport.StateInfo>> copies = new LinkedHashMap<>();
+            for (InspectReport.SubtaskInfo s : op.subtasks()) {
+                for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    for (InspectReport.StateInfo st : h.states()) {
+                        if (st.mode().equals("UNION")) copies.computeIfAbsent(st.name(), k -> new ArrayList<>()).add(st);
+                    }
+                }
+            }
+            copies.forEach((name, l) -> out.put(List.of(op.id(), name), new UnionCopies(op.parallelism(), l)));
+        }
+        return out;
+    }
+
+    /**
+     * A union state of B that holds A's elements copied once per restore in between: B's count is
+     * A's times a product of the parallelisms, the last restore's being B's (a restore gives every
+     * subtask all elements, and each writes them all back), and every subtask of B holds the same.
+     */
+    static final class Multiplication {
+        final UnionCopies a, b;
+        final long factor;
+        /** The factor as a product of A's and B's parallelism: "4", "4^2", "4 x 8". */
+        final String product;
+        /**
+         * Also shown by the values: B's subtasks hold exactly A's elements (digests), and they repeat
+         * (a restore can only copy values, never add one).
+         */
+        final boolean proven;
+
+        Multiplication(UnionCopies a, UnionCopies b, long factor, String product, boolean proven) {
+            this.a = a;
+            this.b = b;
+            this.factor = factor;
+            this.product = product;
+            this.proven = proven;
+        }
+
+        /** "8 -> 128 (x16 = 4^2) at checkpoint 7", as history lists its steps. */
+        String step(long checkpoint, long from) {
+            String f = product.equals(Long.toString(factor)) ? "x" + factor : "x" + factor + " = " + product;
+            return String.format(Locale.ROOT, "%,d -> %,d (%s) at checkpoint %d%s", a.total, b.total, f, checkpoint,
+                    from < 0 ? "" : " (from checkpoint " + from + ")");
+        }
+    }
+
+    /** The multiplication from {@code a} to {@code b}, or null when B's count is no such product of A's. */
+    static Multiplication multiplied(UnionCopies a, UnionCopies b) {
+        if (a == null || b == null || a.total <= 0 || b.parallelism < 2 || b.copies != b.parallelism || !b.identical
+                || b.total % a.total != 0) {
+            return null;
+        }
+        long factor = b.total / a.total;
+        String product = product(factor, a.parallelism, b.parallelism);
+        if (factor < 2 || product == null) return null;
+        boolean read = a.read && b.read;
+        // B's subtasks each hold factor / parallelism copies of all of A's elements, or it is no copy
+        if (read && b.perCopyDigest != (factor / b.parallelism) * a.digestSum) return null;
+        return new Multiplication(a, b, factor, product, read && b.perCopyDistinct < b.perCopy);
+    }
+
+    /**
+     * {@code factor} as pa^i x pb^j with j >= 1 (the last restore ran at pb) and the fewest
+     * restores i + j: "8", "4^2", "4^2 x 8"; null when it is none.
+     */
+    static String product(long factor, int pa, int pb) {
+        if (pb < 2 || factor < 2) return null;
+        String best = null;
+        int fewest = Integer.MAX_VALUE;
+        long pbj = 1;
+        for (int j = 1; pbj <= factor / pb && factor % (pbj * pb) == 0; j++) {
+            pbj *= pb;
+            long rest = factor / pbj;
+            int i = 0;
+            while (pa > 1 && pa != pb && rest > 1 && rest % pa == 0) {
+                rest /= pa;
+                i++;
+            }
+            if (rest != 1 || i + j >= fewest) continue;
+            fewest = i + j;
+            String b = pb + (j > 1 ? "^" + j : "");
+            best = i == 0 ? b : pa + (i > 1 ? "^" + i : "") + " x " + b;
+        }
+        return best;
+    }
+
+    /** The finding of a union state multiplied by the parallelism from checkpoint to checkpoint. */
+    static CheckpointSurgeon.Finding growsByParallelism(List<String> key, List<String> steps, long now) {
+        return new CheckpointSurgeon.Finding(CheckpointSurgeon.Finding.Severity.ERROR, "UNION_STATE_GROWS_BY_PARALLELISM", String.format(Locale.ROOT,
+                "union state '%s' of operator %s is multiplied by the parallelism from checkpoint to checkpoint"
+                        + " (%s): every subtask restores all of it and writes it back, so nothing reads it;"
+                        + " it is %,d elements now and keeps multiplying on every restore",
+                key.get(1), key.get(0), String.join(", ", steps), now),
+                new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, key.get(0), key.get(1)),
+                List.of(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, key.get(0), key.get(1))));
     }
 
     private static List<String> concat(java.util.Collection<String> x, java.util.Collection<String> y) {
@@ -415,25 +608,45 @@ public final class Growth {
     }
 
     /**
-     * The history of these checkpoints (sorted by checkpoint id). A union state whose element count
-     * is multiplied by exactly its operator's parallelism from one checkpoint to the next, twice or
-     * more, is the signature of a union state no one reads (each subtask restores all of it and
-     * writes it back): an ERROR finding, however small it still is.
+     * The history of these checkpoints (sorted by checkpoint id). A union state that nothing reads
+     * any more is multiplied by the parallelism on every restore (each subtask restores all of it and
+     * writes it back), and checkpoints taken any number of restores apart show it multiplied by a
+     * power of the parallelism, or by a product of the two parallelisms when it changed, every
+     * subtask holding the same copies of the earlier checkpoint's values ({@link #multiplied}). One
+     * such step proven by the values, or two by the counts alone (values not read), is an ERROR
+     * finding, however small the state still is.
      */
     public static History history(List<InspectReport> reports) {
-        List<InspectReport> sorted = new ArrayList<>(reports);
-        sorted.sort(Comparator.comparingLong(InspectReport::checkpointId));
+        return history(reports, null);
+    }
+
+    /**
+     * {@link #history(List)} with the checkpoints' keyed states (mode {@code keyed <type>}, entries
+     * as elements, stored bytes as bytes): {@code keyed} holds the keyed report of each of
+     * {@code reports}, in the same order (null: none), so that a keyed state that grows without
+     * bound, or one the job no longer registers but Flink carries on, shows as a series.
+     */
+    public static History history(List<InspectReport> reports, List<KeyedReport> keyed) {
+        if (keyed != null && keyed.size() != reports.size()) {
+            throw new IllegalArgumentException(keyed.size() + " keyed reports for " + reports.size() + " checkpoints");
+        }
+        List<Integer> order = new ArrayList<>();
+        for (int i = 0; i < reports.size(); i++) order.add(i);
+        order.sort(Comparator.comparingLong(i -> reports.get(i).checkpointId()));
         List<Checkpoint> cps = new ArrayList<>();
         Map<List<String>, String> modes = new LinkedHashMap<>();
         List<Map<List<String>, long[]>> per = new ArrayList<>();
         List<Map<String, Integer>> parallelism = new ArrayList<>();
-        Map<List<String>, Boolean> keys = new TreeMap<>(Comparator.comparing((List<String> l) -> l.get(0))
-                .thenComparing(l -> l.get(1)));
-        for (InspectReport r : sorted) {
+        List<Map<List<String>, UnionCopies>> copies = new ArrayList<>();
+        Map<List<String>, Boolean> keys = new TreeMap<>(KEY_ORDER);
+        for (int i : order) {
+            InspectReport r = reports.get(i);
             cps.add(new Checkpoint(r.checkpointId(), r.source(), r.metadataBytes()));
             Map<List<String>, long[]> s = states(r, modes);
+            if (keyed != null) s.putAll(keyedStates(keyed.get(i), modes));
             s.keySet().forEach(k -> keys.put(k, true));
             per.add(s);
+            copies.add(unions(r));
             Map<String, Integer> p = new LinkedHashMap<>();
             r.operators().forEach(o -> p.put(o.id(), o.parallelism()));
             parallelism.add(p);
@@ -452,25 +665,18 @@ public final class Growth {
             String mode = modes.get(k);
             series.add(new Series(k.get(0), k.get(1), mode, el, by, par));
             if (!"UNION".equals(mode)) continue;
-            int times = 0;
             List<String> steps = new ArrayList<>();
-            for (int i = 1; i < el.size(); i++) {
-                if (el.get(i - 1) > 0 && par.get(i) > 1 && el.get(i) == el.get(i - 1) * par.get(i)) {
-                    times++;
-                    steps.add(String.format(Locale.ROOT, "%,d -> %,d (x%d) at checkpoint %d", el.get(i - 1), el.get(i),
-                            par.get(i), cps.get(i).id()));
-                }
+            boolean proven = false;
+            int countsOnly = 0;
+            for (int i = 1; i < per.size(); i++) {
+                Multiplication m = multiplied(copies.get(i - 1).get(k), copies.get(i).get(k));
+                if (m == null) continue;
+                proven |= m.proven;
+                if (!m.a.read || !m.b.read) countsOnly++;
+                steps.add(m.step(cps.get(i).id(), -1));
             }
-            if (times >= 2) {
-                findings.add(new CheckpointSurgeon.Finding(CheckpointSurgeon.Finding.Severity.ERROR, "UNION_STATE_GROWS_BY_PARALLELISM", String.format(Locale.ROOT,
-                        "union state '%s' of operator %s is multiplied by the parallelism from checkpoint to checkpoint"
-                                + " (%s): every subtask restores all of it and writes it back, so nothing reads it;"
-                                + " it is %,d elements now and keeps multiplying on every restore",
-                        k.get(1), k.get(0), String.join(", ", steps), el.get(el.size() - 1)),
-                        new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, k.get(0), k.get(1)),
-                        List.of(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, k.get(0),
-                                k.get(1)))));
-            }
+            // the values prove it in one step; without them (streams not read), the counts in two
+            if (proven || countsOnly >= 2) findings.add(growsByParallelism(k, steps, el.get(el.size() - 1)));
         }
         return new History(cps, series, findings);
     }

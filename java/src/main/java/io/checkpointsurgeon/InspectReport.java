@@ -235,6 +235,40 @@ public final class InspectReport {
         }
 
         /**
+         * The element type of this operator's {@code topic-partition-offset-states} when it is not the
+         * legacy FlinkKafkaConsumer's ({@link #KAFKA_LEGACY_ELEMENT_TYPE}), so its values are no Kafka
+         * offsets (pulsar-flink and jobs of their own use the name too); null when the operator has
+         * no such state or it is Kafka's.
+         */
+        public String kafkaLegacyLookAlike() {
+            for (SubtaskInfo s : subtasks) {
+                for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    for (StateInfo st : h.states()) {
+                        if (!st.name().equals(KAFKA_LEGACY_STATE)) continue;
+                        String t = elementType(KAFKA_LEGACY_STATE);
+                        return t.equals(KAFKA_LEGACY_ELEMENT_TYPE) ? null : t;
+                    }
+                }
+            }
+            return null;
+        }
+
+        /**
+         * The element type of operator state {@code state} (see {@link StateInfo#elementType}): the
+         * first that a subtask's stream names; empty when none was read.
+         */
+        public String elementType(String state) {
+            for (SubtaskInfo s : subtasks) {
+                for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
+                    for (StateInfo st : h.states()) {
+                        if (st.name().equals(state) && !st.elementType().isEmpty()) return st.elementType();
+                    }
+                }
+            }
+            return "";
+        }
+
+        /**
          * The Kafka positions in this operator's state, summed over subtasks: per state name, each
          * distinct (topic, partition, offset) with the number of elements that hold it.
          */
@@ -536,22 +570,39 @@ public final class InspectReport {
      * snapshot class, how many distinct element values it has (-1 if unknown) and an
      * order-independent digest of the values (equal contents give equal digests).
      */
+    /** The union state of the legacy FlinkKafkaConsumer (FlinkKafkaConsumerBase.OFFSETS_STATE_NAME). */
+    public static final String KAFKA_LEGACY_STATE = "topic-partition-offset-states";
+
+    /**
+     * Its element type as {@link StateInfo#elementType} names it: FlinkKafkaConsumerBase's
+     * createStateSerializer, a TupleSerializer of KryoSerializer(KafkaTopicPartition) and LongSerializer.
+     */
+    public static final String KAFKA_LEGACY_ELEMENT_TYPE =
+            "Tuple2<org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartition (Kryo), Long>";
+
     public static final class StateInfo {
         private final String name;
         private final String mode;
         private final long elements;
         private final long bytes;
         private final String serializer;
+        private final String elementType;
         private final long distinctElements;
         private final long digest;
         private final List<KafkaOffset> kafkaOffsets;
 
         public StateInfo(String name, String mode, long elements, long bytes, String serializer, long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {
+            this(name, mode, elements, bytes, serializer, "", distinctElements, digest, kafkaOffsets);
+        }
+
+        public StateInfo(String name, String mode, long elements, long bytes, String serializer, String elementType,
+                long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {
             this.name = name;
             this.mode = mode;
             this.elements = elements;
             this.bytes = bytes;
             this.serializer = serializer;
+            this.elementType = elementType;
             this.distinctElements = distinctElements;
             this.digest = digest;
             this.kafkaOffsets = kafkaOffsets;
@@ -577,6 +628,15 @@ public final class InspectReport {
             return serializer;
         }
 
+        /**
+         * The element type the state's serializer snapshot names, e.g. {@code Tuple2<String, Long>} or
+         * {@code Tuple2<org.example.Partition (Kryo), Long>}; empty for a broadcast state or when the
+         * stream was not read.
+         */
+        public String elementType() {
+            return elementType;
+        }
+
         public long distinctElements() {
             return distinctElements;
         }
@@ -594,17 +654,17 @@ public final class InspectReport {
             if (this == o) return true;
             if (!(o instanceof StateInfo)) return false;
             StateInfo that = (StateInfo) o;
-            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(mode, that.mode) && java.util.Objects.equals(elements, that.elements) && java.util.Objects.equals(bytes, that.bytes) && java.util.Objects.equals(serializer, that.serializer) && java.util.Objects.equals(distinctElements, that.distinctElements) && java.util.Objects.equals(digest, that.digest) && java.util.Objects.equals(kafkaOffsets, that.kafkaOffsets);
+            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(mode, that.mode) && java.util.Objects.equals(elements, that.elements) && java.util.Objects.equals(bytes, that.bytes) && java.util.Objects.equals(serializer, that.serializer) && java.util.Objects.equals(elementType, that.elementType) && java.util.Objects.equals(distinctElements, that.distinctElements) && java.util.Objects.equals(digest, that.digest) && java.util.Objects.equals(kafkaOffsets, that.kafkaOffsets);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(name, mode, elements, bytes, serializer, distinctElements, digest, kafkaOffsets);
+            return java.util.Objects.hash(name, mode, elements, bytes, serializer, elementType, distinctElements, digest, kafkaOffsets);
         }
 
         @Override
         public String toString() {
-            return "StateInfo[name=" + name + ", mode=" + mode + ", elements=" + elements + ", bytes=" + bytes + ", serializer=" + serializer + ", distinctElements=" + distinctElements + ", digest=" + digest + ", kafkaOffsets=" + kafkaOffsets + "]";
+            return "StateInfo[name=" + name + ", mode=" + mode + ", elements=" + elements + ", bytes=" + bytes + ", serializer=" + serializer + ", elementType=" + elementType + ", distinctElements=" + distinctElements + ", digest=" + digest + ", kafkaOffsets=" + kafkaOffsets + "]";
         }
     }
 

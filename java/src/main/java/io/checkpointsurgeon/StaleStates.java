@@ -27,9 +27,19 @@ final class StaleStates {
         final long minElements;
         /** The state is another connector's when the operator also holds this state (null: none). */
         final String notWith;
+        /**
+         * The element type the connector's serializer writes, as {@link InspectReport.StateInfo#elementType}
+         * names it (null: not checked); a state of another type is a look-alike, not the connector's.
+         */
+        final String elementType;
 
         Entry(String state, String mode, String connector, String connectorClass, String why, String fix,
               long minElements, String notWith) {
+            this(state, mode, connector, connectorClass, why, fix, minElements, notWith, null);
+        }
+
+        Entry(String state, String mode, String connector, String connectorClass, String why, String fix,
+              long minElements, String notWith, String elementType) {
             this.state = state;
             this.mode = mode;
             this.connector = connector;
@@ -38,6 +48,7 @@ final class StaleStates {
             this.fix = fix;
             this.minElements = minElements;
             this.notWith = notWith;
+            this.elementType = elementType;
         }
 
         /** "FlinkKafkaConsumer (org.apache...FlinkKafkaConsumerBase)". */
@@ -56,7 +67,8 @@ final class StaleStates {
                     + " reads them, so Flink carries them on, once per subtask",
             "move the offsets into KafkaSource state with `checkpoint-surgeon kafka migrate-legacy` (see README,"
                     + " Moving off FlinkKafkaConsumer); a job already on KafkaSource: remove the state",
-            1, "topic-partition-offset-states_subName");
+            1, "topic-partition-offset-states_subName",
+            InspectReport.KAFKA_LEGACY_ELEMENT_TYPE);
 
     static final Entry KINESIS = new Entry(
             // apache/flink-connector-aws v5.0.0, flink-connector-aws/flink-connector-kinesis/src/main/java/
@@ -131,8 +143,14 @@ final class StaleStates {
 
     private StaleStates() {}
 
-    /** The entry of operator state {@code t} of {@code op}, or null. */
+    /** The entry of operator state {@code t} of {@code op}, or null (also for a look-alike). */
     static Entry match(InspectReport.OperatorInfo op, InspectReport.StateTotal t) {
+        Entry e = byName(op, t);
+        return e != null && lookAlike(e, op, t) == null ? e : null;
+    }
+
+    /** The entry whose state name and mode {@code t} has, whatever its element type, or null. */
+    static Entry byName(InspectReport.OperatorInfo op, InspectReport.StateTotal t) {
         for (Entry e : ENTRIES) {
             if (e.mode.equals(COORDINATOR) || !e.state.equals(t.name()) || !e.mode.equals(t.mode())) continue;
             if (t.elements() < e.minElements) continue;
@@ -140,6 +158,38 @@ final class StaleStates {
             return e;
         }
         return null;
+    }
+
+    /**
+     * Why state {@code t} is not entry {@code e}'s although it has its name: the element type its
+     * serializer snapshot names, when that is not the connector's (empty when it could not be
+     * read); null when it is the connector's or {@code e} checks no type.
+     */
+    static String lookAlike(Entry e, InspectReport.OperatorInfo op, InspectReport.StateTotal t) {
+        if (e.elementType == null) return null;
+        String found = op.elementType(t.name());
+        return found.equals(e.elementType) ? null : found;
+    }
+
+    /**
+     * What a finding says of a look-alike of entry {@code e} whose elements are {@code found}: "it
+     * has FlinkKafkaConsumer's state name and mode, but it is not Kafka's: its elements are ...".
+     */
+    static String explainLookAlike(Entry e, String found) {
+        return String.format(java.util.Locale.ROOT, "it has the state name and mode of %s, but it is not %s:"
+                        + " its elements are %s, not %s%s", e.who(), e == KAFKA ? "Kafka's" : "that connector's",
+                found.isEmpty() ? "of a type that could not be read" : escaped(found), e.elementType,
+                e == KAFKA ? ", so the kafka commands refuse it" : "");
+    }
+
+    /** A class name from the checkpoint on one line: control characters as Java escapes. */
+    private static String escaped(String s) {
+        StringBuilder b = new StringBuilder(s.length());
+        for (char c : s.toCharArray()) {
+            if (Character.isISOControl(c)) b.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.toString();
     }
 
     /**

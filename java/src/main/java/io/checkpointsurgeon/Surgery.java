@@ -235,7 +235,8 @@ public final class Surgery {
 
     /**
      * Renames the selected operator to {@code newUid} or, when it is null, to {@code newOperatorId};
-     * with a {@code newName} (null: keep it), which only Flink 2.x metadata stores.
+     * with a {@code newName} (null: keep it), which only Flink 2.x metadata stores. With only a
+     * {@code newName}, the operator keeps its id and uid.
      */
     public static Surgery rename(OperatorSelector operator, String newUid, String newOperatorId, String newName) {
         return new Surgery().andRenameOperator(operator, newUid, newOperatorId, newName);
@@ -385,11 +386,15 @@ public final class Surgery {
 
     /**
      * Renames an operator: to {@code newUid}, or (when it is null) to {@code newOperatorId}; with a
-     * {@code newName} (or null to keep it), which only Flink 2.x metadata stores.
+     * {@code newName} (or null to keep it), which only Flink 2.x metadata (V5+) stores. With both
+     * null, only the name changes (the id and uid stay); metadata below V5 refuses that.
      */
     public Surgery andRenameOperator(OperatorSelector operator, String newUid, String newOperatorId, String newName) {
-        if ((newUid == null) == (newOperatorId == null)) {
+        if (newUid != null && newOperatorId != null) {
             throw new IllegalArgumentException("give the new uid or the new operator id, not both");
+        }
+        if (newUid == null && newOperatorId == null && newName == null) {
+            throw new IllegalArgumentException("give a new uid, a new operator id or a new name");
         }
         if (newUid != null && newUid.isEmpty()) {
             throw new IllegalArgumentException("the new uid is empty");

@@ -139,6 +139,111 @@ public class CheckpointSurgeonTest {
         assertTrue(twice.err, twice.err.contains("also the target of line 2"));
     }
 
+    /**
+     * A rename's plan shows every change it makes (id, stored uid, stored name), and --to-name alone
+     * renames an operator without moving it, on metadata that stores names (Flink 2.x, V5+); on
+     * 1.20.3's (V4) it is refused and nothing is written.
+     */
+    @Test
+    public void renamePlansShowEveryChangeAndANameAloneNeedsNamesInTheMetadata() throws Exception {
+        Path in = FIXTURES.resolve("2.3.0").resolve("flip27-source");
+        InspectReport before = CheckpointSurgeon.inspect(in);
+        assertTrue(before.metadataVersion() >= 5);
+        InspectReport.OperatorInfo source = before.operators().stream().filter(o -> o.coordinatorStateBytes() > 0)
+                .findFirst().orElseThrow();
+        Result full = run("rename-operator", in.toString(), "--operator-id", source.id(), "--to-uid", "numbers v2",
+                "--to-name", "Source: numbers v2");
+        assertEquals(full.err, Cli.OK, full.code);
+        String newId = CheckpointSurgeon.plan(in, Surgery.renameOperator(Surgery.OperatorSelector.id(source.id()),
+                "numbers v2")).changes().get(0).detail().substring(("id " + source.id() + " -> ").length(),
+                ("id " + source.id() + " -> ").length() + 32);
+        assertTrue(full.out, lines(full.out).contains("    id " + source.id() + " -> " + newId + ", uid '" + source.uid()
+                + "' -> 'numbers v2', name '" + source.name() + "' -> 'Source: numbers v2'"));
+
+        Path out = Files.createTempDirectory("cs-rename-name").resolve("out");
+        Result named = run("rename-operator", in.toString(), "--operator-id", source.id(), "--to-name", "numbers, renamed",
+                "--apply", "--output", out.toString());
+        assertEquals(named.err, Cli.OK, named.code);
+        assertTrue(named.out, lines(named.out).contains("    name '" + source.name() + "' -> 'numbers, renamed'"));
+        InspectReport.OperatorInfo after = CheckpointSurgeon.inspect(out).operators().stream()
+                .filter(o -> o.id().equals(source.id())).findFirst().orElseThrow();
+        assertEquals(source.uid(), after.uid());
+        assertEquals("numbers, renamed", after.name());
+        assertEquals(source.coordinatorStateBytes(), after.coordinatorStateBytes());
+
+        Path v4 = FIXTURES.resolve("1.20.3").resolve("flip27-source");
+        Path none = Files.createTempDirectory("cs-rename-v4").resolve("out");
+        Result refused = run("rename-operator", v4.toString(), "--operator-id", source.id(), "--to-name", "n",
+                "--apply", "--output", none.toString());
+        assertEquals(refused.err, Cli.INVALID, refused.code);
+        assertTrue(refused.err, refused.err.contains("stores no operator names") && refused.err.contains("a new name alone"));
+        assertTrue("nothing written", !Files.exists(none));
+        Result v4uid = run("rename-operator", v4.toString(), "--operator-id", source.id(), "--to-uid", "numbers v2");
+        assertEquals(v4uid.err, Cli.OK, v4uid.code);
+        assertTrue(v4uid.out, v4uid.out.contains("id " + source.id() + " -> " + newId + " (the hash of uid 'numbers v2';"
+                + " metadata V" + CheckpointSurgeon.inspect(v4).metadataVersion() + " stores no uids)"));
+        assertEquals(Cli.USAGE, run("rename-operator", in.toString(), "--operator-id", source.id()).code);
+    }
+
+    /**
+     * An output anywhere inside the checkpoint's directory (Flink deletes it with the checkpoint),
+     * after links and {@code ..} are resolved, or one that holds the checkpoint, is refused by the
+     * library's commit sequence before anything is written; a sibling directory is fine.
+     */
+    @Test
+    public void anOutputInsideOrAroundTheCheckpointIsRefused() throws Exception {
+        Path root = Files.createTempDirectory("cs-nested").toRealPath();
+        Path in = Files.createDirectories(root.resolve("job").resolve("chk-5"));
+        try (var files = Files.list(fixture("operator-state-files"))) {
+            for (Path f : (Iterable<Path>) files::iterator) Files.copy(f, in.resolve(f.getFileName()));
+        }
+        Files.createDirectory(in.resolve("deep"));
+        Files.createSymbolicLink(root.resolve("alias"), in);
+        Files.createSymbolicLink(root.resolve("into-deep"), in.resolve("deep"));
+        List<String> listing = listing(in);
+        Surgery s = Surgery.removeState(Surgery.OperatorSelector.all(), "union-list");
+        String inside = "lies inside the checkpoint's directory " + in;
+        String holds = "holds the checkpoint's directory " + in;
+        Object[][] cases = {
+            {in.resolve("sub"), inside},                                     // a direct subdirectory
+            {in.resolve("a").resolve("b").resolve("c"), inside},             // a deeper one
+            {in.resolve("deep").resolve("x"), inside},                       // under an existing subdirectory
+            {root.resolve("alias").resolve("sub"), inside},                  // through a link to the checkpoint
+            {root.resolve("into-deep").resolve("out"), inside},              // through a link into it
+            {Path.of(in + "/x/../y"), inside},                               // .. resolved
+            {in.resolve("sub").resolve(".."), "is the checkpoint itself"},
+            {root.resolve("job"), holds},                                    // holds the input
+            {root, holds},
+        };
+        for (Object[] c : cases) {
+            Path out = (Path) c[0];
+            try {
+                CheckpointSurgeon.apply(in, s, out);
+                fail("an output at " + out + " was accepted");
+            } catch (CheckpointSurgeonException e) {
+                assertEquals(out.toString(), CheckpointSurgeonException.Code.INVALID_ARGUMENT, e.code());
+                assertTrue(e.getMessage(), e.getMessage().contains((String) c[1]));
+            }
+            assertEquals(out + ": nothing was written", listing, listing(in));
+            Result cli = run("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString());
+            assertEquals(cli.err, Cli.INVALID, cli.code);
+            assertTrue(cli.err, cli.err.contains((String) c[1]));
+            assertEquals(out + ": nothing was written", listing, listing(in));
+        }
+        assertTrue(!Files.exists(in.resolve("sub")) && !Files.exists(in.resolve("a")) && !Files.exists(in.resolve("deep/x")));
+        Path sibling = root.resolve("job").resolve("chk-5-repaired");
+        assertEquals(Cli.OK, run("remove-state", in.toString(), "--state", "union-list", "--apply", "--output",
+                sibling.toString()).code);
+        assertTrue(Files.exists(sibling.resolve("_metadata")));
+    }
+
+    /** Every path under {@code dir}, relative, sorted. */
+    static List<String> listing(Path dir) throws java.io.IOException {
+        try (var s = Files.walk(dir)) {
+            return s.map(p -> dir.relativize(p).toString()).sorted().collect(java.util.stream.Collectors.toList());
+        }
+    }
+
     /** A CLI run: exit code, stdout, stderr (also what {@link CliSubprocessTest} runs return). */
     public static final class Result {
         public final int code;

@@ -248,6 +248,91 @@ public class CliSubprocessTest {
         assertFalse(Files.exists(shared.resolve("out")));
     }
 
+    /**
+     * What a repair killed with SIGKILL after its stage step leaves (its staged _metadata.tmp-* and
+     * new state files, found by this tool's naming): doctor reports it with the command that removes
+     * it, the next repair there mentions it, clean-leftovers lists it, refuses while a repair runs
+     * there, and with --apply deletes exactly that, logging each file. Files of this tool's naming
+     * that a _metadata or a backup references are never leftovers.
+     */
+    @Test
+    public void aKilledRepairsLeftoversAreReportedMentionedAndCleaned() throws Exception {
+        Path dir = Files.createTempDirectory("cs-cli-leftovers").resolve("chk-5");
+        Files.createDirectory(dir);
+        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
+        }
+        // an in-place repair that switched: its new files are referenced by _metadata, the old one by the backup
+        assertEquals(0, cli("remove-state", dir.toString(), "--state", "broadcast-map", "--apply", "--in-place").code);
+        List<String> before = CheckpointSurgeonTest.listing(dir);
+        assertEquals(List.of(), CheckpointSurgeon.leftovers(dir));
+
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process killed = stalled(jar, "place", "remove-state", dir.toString(), "--state", "union-list", "--apply", "--in-place");
+        killed.destroyForcibly().waitFor();
+        List<Path> left = CheckpointSurgeon.leftovers(dir);
+        List<String> added = new ArrayList<>(CheckpointSurgeonTest.listing(dir));
+        added.removeAll(before);
+        assertEquals("the leftovers are exactly what the killed run added", added,
+                left.stream().map(p -> p.getFileName().toString()).sorted().collect(java.util.stream.Collectors.toList()));
+        assertTrue(added.toString(), added.size() > 1 && added.stream().anyMatch(n -> n.startsWith("_metadata.tmp-")));
+
+        Result doctor = cli("doctor", dir.toString());
+        assertTrue(doctor.out, doctor.out.contains("WARNING LEFTOVER_FILES: " + left.size() + " file(s) in " + dir));
+        assertTrue(doctor.out, doctor.out.contains("fix: checkpoint-surgeon clean-leftovers " + dir + " --apply"));
+
+        Result listed = cli("clean-leftovers", dir.toString());
+        assertEquals(listed.err, 0, listed.code);
+        for (String n : added) assertTrue(listed.out, listed.out.contains("  " + n + "\n"));
+        assertTrue(listed.out, listed.out.contains("nothing deleted"));
+        assertEquals(added.size(), CheckpointSurgeon.leftovers(dir).size());
+
+        // while a repair holds the directory's lock, nothing is deleted
+        Process running = stalled(jar, "validate", "remove-state", dir.toString(), "--state", "split-list", "--apply",
+                "--in-place");
+        try {
+            Result locked = cli("clean-leftovers", dir.toString(), "--apply");
+            assertEquals(locked.err, 2, locked.code);
+            assertTrue(locked.err, locked.err.contains("[LOCKED]"));
+        } finally {
+            running.destroyForcibly().waitFor();
+        }
+        // that kill left a stage of its own: the next repair mentions both runs' files, and goes on
+        Result next = cli("remove-state", dir.toString(), "--state", "union-list", "--apply", "--in-place");
+        assertEquals(next.err, 0, next.code);
+        assertTrue(next.err, next.err.contains("note: " + dir.toRealPath() + " holds ")
+                && next.err.contains("clean-leftovers " + dir.toRealPath() + " --apply"));
+        List<Path> now = CheckpointSurgeon.leftovers(dir);
+        assertTrue(now.size() > left.size());
+
+        Result cleaned = cli("clean-leftovers", dir.toString(), "--apply");
+        assertEquals(cleaned.err, 0, cleaned.code);
+        for (Path p : now) {
+            assertFalse(p + " deleted", Files.exists(p));
+            assertTrue(cleaned.err, cleaned.err.contains("deleted " + p));
+        }
+        assertEquals(List.of(), CheckpointSurgeon.leftovers(dir));
+        assertFalse(cli("doctor", dir.toString()).out.contains("LEFTOVER_FILES"));
+        // every file the live _metadata and the backups reference is still there
+        for (String f : CheckpointSurgeonTest.listing(dir)) {
+            if (f.startsWith("_metadata")) assertEquals(0, cli("inspect", dir.resolve(f).toString()).code);
+        }
+        assertEquals(0, cli("doctor", dir.toString()).code);
+    }
+
+    /** The CLI stalled at a commit step (the tests' fault seam), once it reached it. */
+    private static Process stalled(String jar, String step, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Dcheckpointsurgeon.test.stallAt=" + step, "-cp", withFaults(jar), CommitFaults.class.getName()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        var lines = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
+        for (String line; (line = lines.readLine()) != null; ) {
+            if (line.contains("stalling at " + step)) return p;
+        }
+        throw new AssertionError("the run ended before " + step + ": exit " + p.waitFor());
+    }
+
     /** An Error inside a command (here an OutOfMemoryError injected at a step) exits 3 with one line. */
     @Test
     public void anErrorExitsThreeWithOneLineAndUndoesTheRun() throws Exception {

@@ -27,6 +27,29 @@ public class FlinkPathTest {
         }
     }
 
+    /**
+     * Whether a Flink path lies in another, as the commit sequence checks an output against the
+     * checkpoint: normalized URIs, the scheme in any case, the path on a / boundary.
+     */
+    @Test
+    public void flinkPathsInsideOthersAreFoundOnNormalizedUris() {
+        String chk = "s3://bucket/checkpoints/job/chk-5";
+        for (String inside : new String[] {chk, chk + "/", chk + "/sub", chk + "/a/b/c", "S3://bucket/checkpoints/job/chk-5/x",
+                "s3://bucket//checkpoints/./job/chk-5/x", chk + "/x/../y", "s3://bucket/checkpoints/job/other/../chk-5/z"}) {
+            assertTrue(inside, io.checkpointsurgeon.flink.FlinkFileSystems.within(inside, chk));
+        }
+        for (String outside : new String[] {"s3://bucket/checkpoints/job/chk-50", "s3://bucket/checkpoints/job/chk-5-repaired",
+                "s3://other/checkpoints/job/chk-5/x", "gs://bucket/checkpoints/job/chk-5/x", chk + "/../chk-6",
+                "file:/checkpoints/job/chk-5/x", "/checkpoints/job/chk-5/x"}) {
+            assertFalse(outside, io.checkpointsurgeon.flink.FlinkFileSystems.within(outside, chk));
+        }
+        // an output that holds the checkpoint
+        assertTrue(io.checkpointsurgeon.flink.FlinkFileSystems.within(chk, "s3://bucket/checkpoints"));
+        assertTrue(io.checkpointsurgeon.flink.FlinkFileSystems.within(chk, "s3://bucket/"));
+        assertTrue(io.checkpointsurgeon.flink.FlinkFileSystems.within("hdfs:///flink/job/chk-5", "hdfs:///flink"));
+        assertFalse(io.checkpointsurgeon.flink.FlinkFileSystems.within("hdfs:///flink/job/chk-5", "hdfs://nn:8020/flink"));
+    }
+
     @Test
     public void fileUrisArePlainLocalPaths() {
         assertEquals(Path.of("/tmp/chk-1"), CheckpointSurgeon.localPath("file:/tmp/chk-1"));

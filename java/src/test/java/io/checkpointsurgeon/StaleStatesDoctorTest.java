@@ -8,11 +8,13 @@ import java.util.stream.Collectors;
 import org.junit.Test;
 
 /**
- * The connector catalogue on the generated fixtures (real Flink 1.15.4 savepoints and checkpoints;
- * the generator's source writes the union state {@code topic-partition-offset-states} under
- * FlinkKafkaConsumer's name and mode): a stale union of a catalogued state is one ERROR that carries
- * the catalogue's text, never also a WARNING; the state before it went stale is one WARNING; other
- * states give nothing.
+ * The connector catalogue on the generated fixtures (real Flink 1.15.4 savepoints and checkpoints):
+ * a stale union of a catalogued state is one ERROR that carries the catalogue's text, never also a
+ * WARNING; the state before it went stale is one WARNING; other states give nothing. The
+ * {@code union-growth} fixtures hold FlinkKafkaConsumer's state with the consumer's own element type
+ * ({@code Tuple2<KafkaTopicPartition (Kryo), Long>}); the {@code stale-union} ones have only its name
+ * and mode ({@code Tuple2<String, Long>}), a look-alike that the kafka commands refuse, so the doctor
+ * does not offer them for it.
  */
 public class StaleStatesDoctorTest {
     static List<CheckpointSurgeon.Finding> doctor(String fixture, String code) throws Exception {
@@ -22,13 +24,39 @@ public class StaleStatesDoctorTest {
 
     @Test
     public void aStaleUnionOfACataloguedStateIsOneErrorWithTheCatalogueText() throws Exception {
-        List<CheckpointSurgeon.Finding> stale = doctor("stale-union", "STALE_UNION_STATE");
+        List<CheckpointSurgeon.Finding> stale = doctor("union-growth-p2-r2", "STALE_UNION_STATE");
         assertEquals(stale.toString(), 1, stale.size());
         String m = stale.get(0).message();
         assertTrue(m, m.contains("FlinkKafkaConsumer (" + StaleStates.KAFKA.connectorClass + ")")
                 && m.contains("kafka migrate-legacy") && m.contains(StaleStates.KAFKA.why));
         assertEquals(CheckpointSurgeon.Finding.Severity.ERROR, stale.get(0).severity());
+        assertEquals(List.of(), doctor("union-growth-p2-r2", "CONNECTOR_STATE"));
+    }
+
+    /**
+     * A union state with FlinkKafkaConsumer's name and mode whose elements are not the consumer's
+     * (the stale-union fixtures' Tuple2<String, Long>): the stale union is found, and its text says
+     * that it is not Kafka's and names the type found, instead of offering kafka migrate-legacy,
+     * which refuses it; before it went stale it is a LOOK_ALIKE_STATE warning, not CONNECTOR_STATE.
+     */
+    @Test
+    public void aLookAlikeIsNotTakenForKafka() throws Exception {
+        List<CheckpointSurgeon.Finding> stale = doctor("stale-union", "STALE_UNION_STATE");
+        assertEquals(stale.toString(), 1, stale.size());
+        String m = stale.get(0).message();
+        assertTrue(m, m.contains("it is not Kafka's: its elements are Tuple2<String, Long>, not "
+                + InspectReport.KAFKA_LEGACY_ELEMENT_TYPE) && !m.contains("kafka migrate-legacy"));
         assertEquals(List.of(), doctor("stale-union", "CONNECTOR_STATE"));
+        assertEquals(List.of(), doctor("stale-union", "LOOK_ALIKE_STATE"));
+        for (String f : new String[] {"stale-union-restore-0", "stale-union-legacy-class"}) {
+            assertEquals(f, List.of(), doctor(f, "CONNECTOR_STATE"));
+            List<CheckpointSurgeon.Finding> lookAlike = doctor(f, "LOOK_ALIKE_STATE");
+            assertEquals(f + ": " + lookAlike, 1, lookAlike.size());
+            assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, lookAlike.get(0).severity());
+            assertEquals(CheckpointSurgeon.Remedy.inspect(false), lookAlike.get(0).fix());
+            assertTrue(lookAlike.get(0).message(), lookAlike.get(0).message().contains("not Kafka's: its elements are Tuple2<"
+                    + (f.endsWith("class") ? "io.checkpointsurgeon.legacy.LegacyTopicPartition (Kryo)" : "String") + ", Long>"));
+        }
     }
 
     /**
@@ -58,13 +86,13 @@ public class StaleStatesDoctorTest {
 
     @Test
     public void aCataloguedStateThatIsNotStaleIsAWarning() throws Exception {
-        List<CheckpointSurgeon.Finding> found = doctor("stale-union-restore-0", "CONNECTOR_STATE");
+        List<CheckpointSurgeon.Finding> found = doctor("union-growth-p2-r1", "CONNECTOR_STATE");
         assertEquals(found.toString(), 1, found.size());
         assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, found.get(0).severity());
         assertEquals(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, found.get(0).fix().operatorId(), null),
                 found.get(0).fix());
         assertTrue(found.get(0).message(), found.get(0).message().contains("'topic-partition-offset-states' (4 elements"));
-        assertEquals(List.of(), doctor("stale-union-restore-0", "STALE_UNION_STATE"));
+        assertEquals(List.of(), doctor("union-growth-p2-r1", "STALE_UNION_STATE"));
     }
 
     @Test

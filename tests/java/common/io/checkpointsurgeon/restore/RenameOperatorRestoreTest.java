@@ -95,4 +95,37 @@ public class RenameOperatorRestoreTest {
         assertEquals(o.toString(), 0, o.missing);
         assertEquals(o.toString(), NumbersJob.expectedSums(), o.finalSums);
     }
+
+    /**
+     * Flink 2.x metadata (V5+) stores each operator's name: {@code --to-name} alone gives the keyed
+     * function a new name and keeps its id and uid; the plan shows the change, Flink's loader and
+     * a restore of the job accept the result, and every number is summed exactly once.
+     */
+    @Test
+    public void aNewNameAloneKeepsTheIdAndUidAndTheJobRestores() throws Exception {
+        Path work = Files.createTempDirectory("cs-rename-name");
+        Path savepoint = NumbersJob.stopMidStream(work, "N", "n");
+        InspectReport before = CheckpointSurgeon.inspect(savepoint);
+        org.junit.Assume.assumeTrue("metadata V5+ (Flink 2.x) stores operator names", before.metadataVersion() >= 5);
+        InspectReport.OperatorInfo sum = before.operators().stream().filter(o -> o.uid().equals("n-sum")).findFirst()
+                .orElseThrow();
+        Path renamed = work.resolve("renamed");
+        CliProcess.Result r = CliProcess.withFlink("rename-operator", savepoint.toString(), "--uid", "n-sum",
+                "--to-name", "running sums (v2)", "--apply", "--output", renamed.toString()).run();
+        assertEquals(r.toString(), 0, r.exitCode);
+        // the plan's one change: the name (no id, no uid)
+        assertTrue(r.output, java.util.Arrays.asList(r.output.split("\n"))
+                .contains("    name '" + sum.name() + "' -> 'running sums (v2)'"));
+        assertTrue(r.output, r.output.contains("loaded by Flink"));
+        InspectReport.OperatorInfo after = CheckpointSurgeon.inspect(renamed).operators().stream()
+                .filter(o -> o.id().equals(sum.id())).findFirst().orElseThrow();
+        assertEquals("n-sum", after.uid());
+        assertEquals("running sums (v2)", after.name());
+
+        NumbersJob.runToEnd(work, "N2", "n", renamed);
+        NumbersJob.Outcome o = NumbersJob.outcome("N", "N2");
+        assertEquals(o.toString(), 0, o.twice);
+        assertEquals(o.toString(), 0, o.missing);
+        assertEquals(o.toString(), NumbersJob.expectedSums(), o.finalSums);
+    }
 }

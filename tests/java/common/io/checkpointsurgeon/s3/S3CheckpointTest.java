@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 
 import static io.checkpointsurgeon.fixtures.RestoreScenario.CONSUMER_UID;
 import static io.checkpointsurgeon.fixtures.RestoreScenario.KEYS;
@@ -84,18 +85,7 @@ public class S3CheckpointTest {
         s3proxy = S3ProxyServer.start(proxyClasspath, work, BUCKET);
 
         // A Flink configuration directory and a plugins directory, as in a Flink distribution.
-        confDir = Files.createDirectories(work.resolve("conf"));
-        String conf = String.join("\n",
-                "s3.endpoint: " + s3proxy.endpoint(),
-                "s3.path.style.access: true",
-                "s3.access-key: " + S3ProxyServer.ACCESS_KEY,
-                "s3.secret-key: " + S3ProxyServer.SECRET_KEY,
-                "s3.endpoint.region: us-east-1",
-                "s3.connection.ssl.enabled: false",
-                // fail fast instead of retrying for minutes
-                "s3.attempts.maximum: 2",
-                "s3.retry.limit: 2") + "\n";
-        Files.writeString(confDir.resolve(flinkVersion().startsWith("1.15") ? "flink-conf.yaml" : "config.yaml"), conf);
+        confDir = writeConf(work.resolve("conf"), s3proxy.endpoint());
         // One plugins dir per plugin jar, kept and reused across runs: Hadoop's shutdown hook reads
         // the plugin jar after the tests, so it cannot be deleted here.
         Path jar = Paths.get(pluginJar);
@@ -121,6 +111,23 @@ public class S3CheckpointTest {
         // Flink's FileSystem.initialize is global to the JVM: the MiniCluster below (which does not
         // initialize file systems itself) and checkpoint-surgeon share this configuration.
         CheckpointSurgeon.configureFileSystems(confDir, pluginsDir);
+    }
+
+    /** A Flink configuration directory for the S3 file system at {@code endpoint} (S3Proxy, or a relay to it). */
+    private static Path writeConf(Path dir, String endpoint) throws IOException {
+        Files.createDirectories(dir);
+        String conf = String.join("\n",
+                "s3.endpoint: " + endpoint,
+                "s3.path.style.access: true",
+                "s3.access-key: " + S3ProxyServer.ACCESS_KEY,
+                "s3.secret-key: " + S3ProxyServer.SECRET_KEY,
+                "s3.endpoint.region: us-east-1",
+                "s3.connection.ssl.enabled: false",
+                // fail fast instead of retrying for minutes
+                "s3.attempts.maximum: 2",
+                "s3.retry.limit: 2") + "\n";
+        Files.writeString(dir.resolve(flinkVersion().startsWith("1.15") ? "flink-conf.yaml" : "config.yaml"), conf);
+        return dir;
     }
 
     @AfterClass
@@ -178,6 +185,20 @@ public class S3CheckpointTest {
         assertNull(plan.result());
         assertEquals(grownCount, plan.elementsRemoved());
         String repaired = "s3://" + BUCKET + "/repaired/" + last(grown);
+        // An output inside the checkpoint (Flink deletes it with chk-N) or around it is refused
+        // before anything is written, comparing normalized URIs.
+        String job = grown.substring(0, grown.lastIndexOf('/'));
+        for (String nested : List.of(grown + "/repaired", grown + "//x/../deep/er/", job)) {
+            try {
+                CheckpointSurgeon.apply(grown, purge, nested);
+                throw new AssertionError("an output at " + nested + " was accepted");
+            } catch (io.checkpointsurgeon.CheckpointSurgeonException e) {
+                assertEquals(nested, io.checkpointsurgeon.CheckpointSurgeonException.Code.INVALID_ARGUMENT, e.code());
+                assertTrue(e.getMessage(), e.getMessage().contains(nested.equals(job) ? "holds the checkpoint's directory"
+                        : "lies inside the checkpoint's directory " + grown));
+            }
+        }
+        assertFalse("nothing written inside the checkpoint", exists(grown + "/repaired/.checkpoint-surgeon.lock"));
         SurgeryPlan done = CheckpointSurgeon.apply(grown, purge, repaired);
         assertEquals(grownCount, done.elementsRemoved());
         assertEquals(repaired + "/_metadata", done.result().metadataPath());
@@ -359,6 +380,14 @@ public class S3CheckpointTest {
         assertTrue(stateBytes + " bytes", stateBytes > keys * 1000L);
         LOG.add(String.format(java.util.Locale.ROOT, "wrote a %,d-byte savepoint in %.1f s", stateBytes,
                 (System.nanoTime() - tv1) / 1e9));
+        // its keyed state per state, each canonical stream read front to back through Flink's FileSystem
+        long tk = System.nanoTime();
+        io.checkpointsurgeon.KeyedReport.State payload = keyedState(CheckpointSurgeon.inspectKeyed(sp), "payload");
+        assertEquals("one entry per key", keys, payload.total().entries());
+        assertTrue(payload.total().complete());
+        assertEquals(List.of(io.checkpointsurgeon.KeyedReport.SnapshotFormat.CANONICAL), payload.formats());
+        LOG.add(String.format(java.util.Locale.ROOT, "inspect --keyed of the savepoint on S3: %,d entries, %,d bytes of"
+                + " payload, %.1f s", payload.total().entries(), payload.total().storedBytes(), (System.nanoTime() - tk) / 1e9));
 
         long t0 = System.nanoTime();
         CliProcess.Result ref = CliProcess.withFlink("remove-state", sp, "--uid", CONSUMER_UID, "--state",
@@ -411,6 +440,90 @@ public class S3CheckpointTest {
         assertEquals(keys, BigKeyed.CHECKED.size());
         LOG.add(String.format(java.util.Locale.ROOT, "restored %,d keys from the referencing savepoint in %.1f s", keys,
                 (System.nanoTime() - t1) / 1e9));
+    }
+
+    /** The keyed state {@code name} of the one operator that has it. */
+    private static io.checkpointsurgeon.KeyedReport.State keyedState(io.checkpointsurgeon.KeyedReport r, String name) {
+        for (io.checkpointsurgeon.KeyedReport.Operator o : r.operators()) {
+            if (o.state(name) != null) return o.state(name);
+        }
+        throw new AssertionError("no keyed state " + name + " in " + r.source());
+    }
+
+    /**
+     * {@code inspect --keyed} of a RocksDB incremental checkpoint in the bucket reads each SST
+     * file's last few KiB (footer, metaindex and properties block) and no data block: the CLI runs
+     * in its own JVM against a relay that counts every byte S3Proxy sends (headers included).
+     */
+    @Test
+    public void keyedStateOfRocksDbOnS3IsReadInRanges() throws Exception {
+        long keys = 8192;
+        RandomKeyed.WRITTEN.set(0);
+        // written on local disk, then uploaded by this thread and relocated into the bucket: a job
+        // that uploads leaves the S3 plugin's upload threads with its class loader for later jobs
+        Path local = work.resolve("keyed-ranges");
+        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
+                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
+        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
+        FlinkConf.inlineThreshold(c, "0");
+        FlinkConf.noRestarts(c);
+        Result r = MiniClusterJob.of("keyed-ranges", c, P, env -> io.checkpointsurgeon.fixtures.Shims.discard(
+                        env.fromSource(new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
+                                org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
+                                .uid("numbers").setParallelism(1)
+                                .keyBy(new io.checkpointsurgeon.fixtures.Functions.ModKey(keys))
+                                .map(new RandomKeyed(keys)).uid("random-keyed").name("random-keyed"), "sink"))
+                .readyWhen(() -> RandomKeyed.WRITTEN.get() >= keys)
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .pollInterval(Duration.ofMillis(100))
+                .run();
+        assertNull(r.failureText(), r.failure());
+        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
+        String remoteJob = "s3://" + BUCKET + "/keyed-ranges/" + jobDir.getFileName();
+        try (Stream<Path> files = Files.walk(jobDir)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
+                        io.checkpointsurgeon.ProgressListener.SILENT);
+            }
+        }
+        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
+        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+        io.checkpointsurgeon.KeyedReport direct = CheckpointSurgeon.inspectKeyed(chk);
+        io.checkpointsurgeon.KeyedReport.State payload = keyedState(direct, "payload");
+        assertEquals("each key written once, RocksDB's entries are the keys", keys, payload.total().entries());
+        assertTrue(payload.rocksDbNumbers());
+        long sstBytes = 0, otherBytes = 0, sstFiles = 0;
+        for (io.checkpointsurgeon.KeyedReport.Operator o : direct.operators()) {
+            for (io.checkpointsurgeon.KeyedReport.State st : o.states()) {
+                sstBytes += st.total().storedBytes();
+                sstFiles += st.rocksDb().files();
+            }
+            for (io.checkpointsurgeon.KeyedReport.Handle h : o.handles()) {
+                assertNull(h.error());
+                otherBytes += h.headerBytes() + h.overheadBytes() + h.unattributedBytes();
+            }
+        }
+        InspectReport plain = CheckpointSurgeon.inspect(chk);
+        long metadataAndOperatorState = plain.metadataBytes() + plain.totalOperatorStateBytes();
+
+        try (io.checkpointsurgeon.testing.CountingRelay relay = io.checkpointsurgeon.testing.CountingRelay.to(s3proxy.port())) {
+            Path relayConf = writeConf(work.resolve("conf-relay"), relay.endpoint());
+            String out = runCli("inspect", chk, "--keyed", "--flink-conf", relayConf.toString(), "--plugins",
+                    pluginsDir.toString());
+            assertTrue(out, out.contains("payload") && out.contains("RocksDB's numbers"));
+            long fetched = relay.bytesFromServer();
+            // every SST file's tail, the meta info, MANIFEST, CURRENT and OPTIONS, _metadata and the
+            // operator state inspect reads, and HTTP's headers (HEAD and GET per object)
+            long bound = sstFiles * (4096 + 4096)
+                    + otherBytes + metadataAndOperatorState + relay.connections() * 4096 + 64 * 1024;
+            String figures = String.format(java.util.Locale.ROOT, "inspect --keyed of a RocksDB checkpoint on S3:"
+                    + " %,d bytes fetched for %,d SST files of %,d bytes (%.2f %%), %,d bytes of other files",
+                    fetched, sstFiles, sstBytes, 100.0 * fetched / sstBytes, otherBytes + metadataAndOperatorState);
+            System.out.println(figures);
+            LOG.add(figures);
+            assertTrue(figures + "; at most " + bound, fetched <= bound);
+            assertTrue(figures, fetched * 10 < sstBytes);
+        }
     }
 
     /** The bytes of every object under {@code dir}. */
@@ -495,6 +608,34 @@ public class S3CheckpointTest {
             } else if (n < keys) {
                 value.update(payload(key));
                 WRITTEN.incrementAndGet();
+            }
+            return n;
+        }
+    }
+
+    /** A 1 KiB value of random bytes per key (incompressible, so that the SST files are as large as the state). */
+    static final class RandomKeyed extends org.apache.flink.api.common.functions.RichMapFunction<Long, Long> {
+        static final java.util.concurrent.atomic.AtomicLong WRITTEN = new java.util.concurrent.atomic.AtomicLong();
+        private final long keys;
+        private transient org.apache.flink.api.common.state.ValueState<byte[]> value;
+
+        RandomKeyed(long keys) {
+            this.keys = keys;
+        }
+
+        @Override
+        public Long map(Long n) throws Exception {
+            if (value == null) {
+                value = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>(
+                        "payload", org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+            }
+            if (n < keys) {
+                byte[] b = new byte[1024];
+                new java.util.Random(n).nextBytes(b);
+                value.update(b);
+                WRITTEN.incrementAndGet();
+            } else {
+                Thread.sleep(1);
             }
             return n;
         }

@@ -131,9 +131,10 @@ public class WatchPrometheusTest {
                 assertEquals(findings.toString(), stale, flagged.keySet());
             }
         }
-        // The hook ran once for each job, when its first checkpoint had findings (the catalogue's
-        // CONNECTOR_STATE for the job's FlinkKafkaConsumer state name, then STALE_UNION_STATE from
-        // the second restore on), with the codes the doctor finds on the job's checkpoint.
+        // The hook ran once for each job, when its first checkpoint had findings (LOOK_ALIKE_STATE:
+        // the job's union state has FlinkKafkaConsumer's name but Tuple2<String, Long> elements;
+        // then STALE_UNION_STATE from the second restore on), with the codes the doctor finds on the
+        // job's checkpoint.
         List<String> hooks = Files.readAllLines(hookLog);
         assertEquals(hooks.toString(), jobIds.size(), hooks.size());
         for (int i = 0; i < jobIds.size(); i++) {

@@ -9,12 +9,15 @@ abstract class BaseCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /** The streams of a command that runs without picocli's model ({@link Cli}'s plain path), else null. */
+    PrintWriter plainOut, plainErr;
+
     PrintWriter out() {
-        return spec.commandLine().getOut();
+        return plainOut != null ? plainOut : spec.commandLine().getOut();
     }
 
     PrintWriter err() {
-        return spec.commandLine().getErr();
+        return plainErr != null ? plainErr : spec.commandLine().getErr();
     }
 
     /** A usage error (exit 1, with the command's usage). */

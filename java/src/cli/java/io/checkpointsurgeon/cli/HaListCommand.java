@@ -62,7 +62,7 @@ final class HaListCommand extends BaseCommand {
         }
         for (int i = 0; i < files.size(); i++) {
             Path f = files.get(i);
-            err().printf("[%d/%d] %s%n", i + 1, files.size(), f);
+            err().printf("[%d/%d] %s%n", i + 1, files.size(), TextRenderer.printable(f));
             CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
             InspectReport r = CheckpointSurgeon.inspectHa(f);
             List<String> unions = new ArrayList<>();
@@ -77,7 +77,7 @@ final class HaListCommand extends BaseCommand {
             out.print(Json.write(listing != null ? listing : entries));
         } else {
             for (Entry e : entries) out.print(TextRenderer.haFile(e.file, e.unionStates));
-            if (entries.isEmpty()) out.println("no completedCheckpoint files under " + dir);
+            if (entries.isEmpty()) out.println("no completedCheckpoint files under " + TextRenderer.printable(dir));
         }
         out.flush();
         return Cli.OK;

@@ -84,7 +84,7 @@ final class HaRepairCommand extends BaseCommand {
                     + ". Stop the JobManager(s) before repairing their HA files, or give --force");
         }
         if (leader != null) {
-            err().println("warning (--force): " + leader);
+            err().println("warning (--force): " + TextRenderer.printable(leader));
         } else if (apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
             err().println("warning: not checked whether a JobManager holds the cluster's"
                     + " leadership (give --zookeeper-quorum and --cluster-id, or --kubernetes and --cluster-id)");

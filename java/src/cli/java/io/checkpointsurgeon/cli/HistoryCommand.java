@@ -4,6 +4,7 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,22 +35,28 @@ final class HistoryCommand extends BaseCommand {
             + " the findings, the chart and series, and where the bytes of the newest checkpoint are")
     Path html;
 
+    @Option(names = "--keyed", description = "also follow every keyed state's entries and bytes (reads the keyed"
+            + " state's files of every checkpoint, see inspect --keyed)")
+    boolean keyed;
+
     @CommandLine.Mixin
     FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
     @Override
     public Integer call() throws CheckpointSurgeonException {
         List<InspectReport> reports = new ArrayList<>();
+        List<KeyedReport> keyedReports = keyed ? new ArrayList<>() : null;
         for (String p : paths) {
             for (String cp : CheckpointSurgeon.checkpointsUnder(p)) {
                 fs.apply(cp);
                 reports.add(CheckpointSurgeon.inspect(cp));
+                if (keyed) keyedReports.add(CheckpointSurgeon.inspectKeyed(cp));
             }
         }
         if (reports.isEmpty()) {
             throw usage("no checkpoint under " + paths);
         }
-        Growth.History h = Growth.history(reports);
+        Growth.History h = Growth.history(reports, keyedReports);
         Growth.Checkpoint last = h.checkpoints().get(h.checkpoints().size() - 1);
         String lastDir = last.path().endsWith("/_metadata") ? last.path().substring(0, last.path().length() - 10) : last.path();
         PrintWriter out = out();

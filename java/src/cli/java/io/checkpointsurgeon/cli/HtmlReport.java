@@ -3,6 +3,7 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -61,6 +62,12 @@ final class HtmlReport {
      */
     static String inspect(InspectReport r, List<CheckpointSurgeon.Finding> findings,
             Function<CheckpointSurgeon.Remedy, String> command) {
+        return inspect(r, null, findings, command);
+    }
+
+    /** {@link #inspect(InspectReport, List, Function)} with each operator's keyed states, when {@code keyed} is given. */
+    static String inspect(InspectReport r, KeyedReport keyed, List<CheckpointSurgeon.Finding> findings,
+            Function<CheckpointSurgeon.Remedy, String> command) {
         StringBuilder sb = new StringBuilder();
         head(sb, "checkpoint " + r.checkpointId());
         sb.append("<h1>Checkpoint ").append(r.checkpointId()).append("</h1>\n");
@@ -69,7 +76,7 @@ final class HtmlReport {
                 .append(InspectReport.formatBytes(r.metadataBytes())).append("</span>, ").append(r.operators().size())
                 .append(" operators</p>\n");
         findings(sb, "Doctor", findings, command);
-        bytes(sb, r);
+        bytes(sb, r, keyed);
         return foot(sb);
     }
 
@@ -110,7 +117,7 @@ final class HtmlReport {
         sb.append("</table></div>\n");
         sb.append("<h2 style=\"margin-top:36px\">Newest checkpoint ").append(newest.checkpointId()).append("</h2>\n")
                 .append("<div class=\"muted path mono\">").append(esc(newest.source())).append("</div>\n");
-        bytes(sb, newest);
+        bytes(sb, newest, null);
         return foot(sb);
     }
 
@@ -167,7 +174,7 @@ final class HtmlReport {
     }
 
     /** Where the bytes are: totals by kind, one bar per operator, and each operator's states. */
-    private static void bytes(StringBuilder sb, InspectReport r) {
+    private static void bytes(StringBuilder sb, InspectReport r, KeyedReport keyed) {
         Map<InspectReport.OperatorInfo, long[]> ops = new LinkedHashMap<>();
         long[] total = new long[KINDS.length];
         for (InspectReport.OperatorInfo op : r.operators()) {
@@ -195,10 +202,12 @@ final class HtmlReport {
                     .append(InspectReport.formatBytes(sum(b))).append("</td></tr>\n");
         }
         sb.append("</table></div>\n<h2>Operators and states</h2>\n");
-        for (InspectReport.OperatorInfo op : sorted) operator(sb, op, ops.get(op));
+        for (InspectReport.OperatorInfo op : sorted) {
+            operator(sb, op, ops.get(op), keyed == null ? null : keyed.operator(op.id()));
+        }
     }
 
-    private static void operator(StringBuilder sb, InspectReport.OperatorInfo op, long[] b) {
+    private static void operator(StringBuilder sb, InspectReport.OperatorInfo op, long[] b, KeyedReport.Operator keyed) {
         sb.append("<div class=\"card\"><h3>").append(label(op)).append("</h3><div class=\"muted\">parallelism ")
                 .append(op.parallelism()).append(", max parallelism ").append(op.maxParallelism());
         if (op.fullyFinished()) sb.append(", fully finished");
@@ -243,6 +252,7 @@ final class HtmlReport {
             sb.append("<p>keyed state: ").append(esc(kind)).append(" in ").append(keyedSubtasks).append(" subtasks, <span>")
                     .append(InspectReport.formatBytes(op.keyedStateBytes())).append("</span></p>\n");
         }
+        if (keyed != null) keyed(sb, keyed);
         for (InspectReport.SubtaskInfo s : op.subtasks()) {
             for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                 if (!h.streamError().isEmpty()) {
@@ -252,6 +262,49 @@ final class HtmlReport {
             }
         }
         sb.append("</div>\n");
+    }
+
+    /** An operator's keyed states: type, TTL, entries and bytes, per subtask, serializers; what was not read. */
+    private static void keyed(StringBuilder sb, KeyedReport.Operator op) {
+        long max = 1;
+        for (KeyedReport.State s : op.states()) max = Math.max(max, s.total().storedBytes());
+        sb.append("<table style=\"margin-top:8px\"><tr><th>keyed state</th><th>type</th><th>TTL</th>"
+                + "<th class=\"n\">entries</th><th class=\"n\">bytes</th><th class=\"n\">entries per subtask</th>"
+                + "<th>value serializer</th><th>format</th><th style=\"width:16%\"></th></tr>\n");
+        boolean rocksDb = false;
+        for (KeyedReport.State s : op.states()) {
+            long min = Long.MAX_VALUE, most = 0;
+            for (KeyedReport.SubtaskCount t : s.subtasks()) {
+                min = Math.min(min, t.count().entries());
+                most = Math.max(most, t.count().entries());
+            }
+            KeyedReport.Serializer v = s.serializer("VALUE_SERIALIZER");
+            StringBuilder formats = new StringBuilder();
+            for (KeyedReport.SnapshotFormat f : s.formats()) formats.append(formats.length() > 0 ? ", " : "").append(f);
+            sb.append("<tr><td><b>").append(esc(s.name())).append("</b></td><td>").append(esc(s.kind()))
+                    .append("</td><td>").append(s.ttl() ? "yes" : "no").append("</td><td class=\"n\">")
+                    .append(count(s.total().entries())).append("</td><td class=\"n\">")
+                    .append(InspectReport.formatBytes(s.total().storedBytes())).append("</td><td class=\"n\">")
+                    .append(s.subtasks().isEmpty() ? "-" : count(min) + " .. " + count(most)).append("</td><td class=\"mono\"")
+                    .append(v == null ? ">" : " title=\"" + esc(v.snapshot().snapshotClass()) + "\">" + esc(v.snapshot().shortName()))
+                    .append("</td><td>").append(esc(formats.toString())).append("</td><td><div class=\"bar\" style=\"height:12px;width:")
+                    .append(pct(s.total().storedBytes(), max)).append("\"><span style=\"width:100%;background:")
+                    .append(COLORS[2]).append("\"></span></div></td></tr>\n");
+            rocksDb |= s.rocksDbNumbers();
+        }
+        sb.append("</table>\n");
+        if (rocksDb) sb.append("<p class=\"muted\">").append(esc(TextRenderer.ROCKSDB_NUMBERS)).append("</p>\n");
+        for (KeyedReport.Handle h : op.handles()) {
+            if (h.error() != null) {
+                sb.append("<p class=\"warn\">subtask ").append(h.subtask()).append(": keyed handle not read: ")
+                        .append(esc(h.error())).append("</p>\n");
+            }
+            for (KeyedReport.Note n : h.notes()) {
+                sb.append("<p class=\"muted\">subtask ").append(h.subtask()).append(": ")
+                        .append(n.file().isEmpty() ? "" : esc(n.file()) + " at byte " + n.offset() + ": ")
+                        .append(esc(n.message())).append("</p>\n");
+            }
+        }
     }
 
     /** An operator as people know it: its name, uid and id (name and uid where the format stores them). */
@@ -284,8 +337,9 @@ final class HtmlReport {
     }
 
     /**
-     * Text for HTML: {@code <>&"'} as character references, control characters (a tab or newline
-     * in a state name) as Java escapes, so that every name shows on one line as it is.
+     * Text for HTML and SVG: {@code <>&"'} as character references, control and bidirectional
+     * formatting characters as {@link Terminal} shows them, so that every name shows on one line
+     * as it is (and the SVG stays well-formed XML, which allows no C0 control at all).
      */
     static String esc(String s) {
         if (s == null) return "";
@@ -298,11 +352,8 @@ final class HtmlReport {
                 case '&': b.append("&amp;"); break;
                 case '"': b.append("&quot;"); break;
                 case '\'': b.append("&#39;"); break;
-                case '\t': b.append("\\t"); break;
-                case '\n': b.append("\\n"); break;
-                case '\r': b.append("\\r"); break;
                 default:
-                    if (Character.isISOControl(c)) b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    if (Terminal.escaped(c)) b.append(Terminal.escape(c));
                     else b.append(c);
             }
         }

@@ -27,6 +27,10 @@ final class Prefetch {
     static InspectReport inspect(String path) throws CheckpointSurgeonException {
         Prefetch p = CURRENT.get();
         if (p != null && p.path.equals(path)) {
+            // While the other thread loads the library and reads the checkpoint, this one sets up
+            // what the output needs: the first String.format with number grouping initializes the
+            // Formatter and the locale's number symbols, ~20 ms.
+            String.format(java.util.Locale.ROOT, "%,d %-1s %.1f", 1L, "", 1.0);
             p.report.run(); // unless the other thread has started it
             try {
                 InspectReport r = p.report.get();

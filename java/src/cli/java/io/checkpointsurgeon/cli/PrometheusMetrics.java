@@ -92,8 +92,22 @@ final class PrometheusMetrics {
         return "operator_id=\"" + label(op == null ? "" : op.id()) + "\",operator_uid=\"" + label(op == null ? "" : op.uid()) + "\"";
     }
 
-    /** A label value: backslash, double quote and line feed escaped. */
-    private static String label(String v) {
-        return v == null ? "" : v.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n");
+    /**
+     * A label value as the exposition format escapes it (backslash, double quote and line feed);
+     * other control characters (ESC, C1, bidirectional formatting; a tab stays, the format allows it)
+     * have no escape there and become the text {@code \u001b}, its backslash escaped, so no raw
+     * control character reaches a scrape that someone reads on a terminal.
+     */
+    static String label(String v) {
+        if (v == null) return "";
+        StringBuilder b = new StringBuilder(v.length());
+        for (char c : v.toCharArray()) {
+            if (c == '\\') b.append("\\\\");
+            else if (c == '"') b.append("\\\"");
+            else if (c == '\n') b.append("\\n");
+            else if (c != '\t' && Terminal.escaped(c)) b.append('\\').append(Terminal.escape(c));
+            else b.append(c);
+        }
+        return b.toString();
     }
 }

@@ -18,7 +18,8 @@ final class RenameOperatorCommand extends SurgeryCommand {
     @Option(names = "--to-operator-id", paramLabel = "HEX", description = "the new operator id (32 hex digits)")
     String toId;
 
-    @Option(names = "--to-name", paramLabel = "NAME", description = "the new operator name (Flink 2.x metadata only)")
+    @Option(names = "--to-name", paramLabel = "NAME", description = "the new operator name (Flink 2.x metadata, V5+,"
+            + " only); alone, the operator keeps its id and uid")
     String toName;
 
     @Option(names = "--map", paramLabel = "FILE", description = "lines 'OLD NEW': OLD an operator id (32 hex digits,"
@@ -29,8 +30,9 @@ final class RenameOperatorCommand extends SurgeryCommand {
     @Override
     Surgery surgery() throws CheckpointSurgeonException {
         if (map == null) {
-            if ((toUid == null) == (toId == null)) {
-                throw new IllegalArgumentException("give exactly one of --to-uid, --to-operator-id (or --map FILE)");
+            if (toUid != null && toId != null || toUid == null && toId == null && toName == null) {
+                throw new IllegalArgumentException("give one of --to-uid and --to-operator-id, or --to-name alone (a new"
+                        + " name, same uid: Flink 2.x metadata), or --map FILE");
             }
             return Surgery.rename(selection.selector(false), toUid, toId, toName);
         }

@@ -62,17 +62,8 @@ final class SvgChart {
         return sb.append("</svg>\n").toString();
     }
 
+    /** Text for SVG (XML): escaped as in the HTML report, control characters shown as escapes. */
     static String xml(String s) {
-        StringBuilder sb = new StringBuilder();
-        for (char ch : s.toCharArray()) {
-            switch (ch) {
-                case '<': sb.append("&lt;"); break;
-                case '>': sb.append("&gt;"); break;
-                case '&': sb.append("&amp;"); break;
-                case '"': sb.append("&quot;"); break;
-                default: sb.append(ch < 0x20 ? '?' : ch);
-            }
-        }
-        return sb.toString();
+        return HtmlReport.esc(s);
     }
 }

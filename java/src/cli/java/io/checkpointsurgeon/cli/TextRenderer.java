@@ -3,6 +3,7 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import java.nio.file.Files;
@@ -14,8 +15,8 @@ import java.util.stream.Collectors;
 
 /**
  * Every text the CLI prints for people: the inspection table, plans, findings with their remedies
- * as command lines, diff and history tables, HA listings. Names taken from a checkpoint go through
- * {@link #printable}.
+ * as command lines, diff and history tables, HA listings. Every string taken from a checkpoint, a
+ * path or an argument goes through {@link #printable} ({@link Terminal#safe}).
  */
 final class TextRenderer {
     private static final String NL = System.lineSeparator();
@@ -26,9 +27,9 @@ final class TextRenderer {
     static String inspect(InspectReport r, boolean subtasks) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "checkpoint %d: %s%n  _metadata version %d, %s%n",
-                r.checkpointId(), r.source(), r.metadataVersion(), bytes(r.metadataBytes())));
+                r.checkpointId(), printable(r.source()), r.metadataVersion(), bytes(r.metadataBytes())));
         for (InspectReport.MasterStateInfo m : r.masterStates()) {
-            sb.append(String.format(Locale.ROOT, "  master state %s (version %d): %s%n", m.name(), m.version(), bytes(m.bytes())));
+            sb.append(String.format(Locale.ROOT, "  master state %s (version %d): %s%n", printable(m.name()), m.version(), bytes(m.bytes())));
         }
         for (InspectReport.OperatorInfo op : r.operators()) {
             operator(sb, op, subtasks);
@@ -40,8 +41,8 @@ final class TextRenderer {
 
     private static void operator(StringBuilder sb, InspectReport.OperatorInfo op, boolean subtasks) {
         sb.append(String.format(Locale.ROOT, "%noperator %s", op.id()));
-        if (!op.uid().isEmpty()) sb.append("  uid=").append(op.uid());
-        if (!op.name().isEmpty()) sb.append("  name=").append(op.name());
+        if (!op.uid().isEmpty()) sb.append("  uid=").append(printable(op.uid()));
+        if (!op.name().isEmpty()) sb.append("  name=").append(printable(op.name()));
         sb.append(String.format(Locale.ROOT, "%n  parallelism %d, max parallelism %d", op.parallelism(), op.maxParallelism()));
         if (op.coordinatorStateBytes() >= 0) sb.append(", coordinator state ").append(bytes(op.coordinatorStateBytes()));
         if (op.fullyFinished()) sb.append(", fully finished");
@@ -56,6 +57,12 @@ final class TextRenderer {
             }
         }
         kafka(sb, op);
+        String lookAlike = op.kafkaLegacyLookAlike();
+        if (lookAlike != null) {
+            sb.append(String.format(Locale.ROOT, "  %s is not Kafka's (elements %s, not FlinkKafkaConsumer's %s):"
+                    + " no Kafka offsets shown%n", InspectReport.KAFKA_LEGACY_STATE,
+                    lookAlike.isEmpty() ? "not read" : printable(lookAlike), InspectReport.KAFKA_LEGACY_ELEMENT_TYPE));
+        }
         long keyed = op.keyedStateBytes();
         long keyedHandles = op.subtasks().stream().filter(s -> s.managedKeyedState() != null || s.rawKeyedState() != null).count();
         if (keyedHandles > 0) {
@@ -71,7 +78,7 @@ final class TextRenderer {
         for (InspectReport.SubtaskInfo s : op.subtasks()) {
             for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                 if (!h.streamError().isEmpty()) {
-                    sb.append(String.format(Locale.ROOT, "  subtask %d: stream not read: %s%n", s.index(), h.streamError()));
+                    sb.append(String.format(Locale.ROOT, "  subtask %d: stream not read: %s%n", s.index(), printable(h.streamError())));
                 }
             }
             if (subtasks) subtask(sb, s);
@@ -110,14 +117,14 @@ final class TextRenderer {
         }
         op.kafkaOffsets().forEach((state, offsets) -> {
             if (state.equals("SourceReaderState")) return;
-            sb.append(String.format(Locale.ROOT, "  Kafka offsets in %s:%n", state));
+            sb.append(String.format(Locale.ROOT, "  Kafka offsets in %s:%n", printable(state)));
             int shown = 0;
             for (InspectReport.KafkaOffset k : offsets) {
                 if (shown++ == 20) {
                     sb.append(String.format(Locale.ROOT, "    ... %d more (see --json)%n", offsets.size() - 20));
                     break;
                 }
-                sb.append(String.format(Locale.ROOT, "    %s-%d @ %d%s%n", k.topic(), k.partition(), k.offset(),
+                sb.append(String.format(Locale.ROOT, "    %s-%d @ %d%s%n", printable(k.topic()), k.partition(), k.offset(),
                         k.count() > 1 ? String.format(Locale.ROOT, "  (x%,d)", k.count()) : ""));
             }
         });
@@ -127,11 +134,11 @@ final class TextRenderer {
         sb.append(String.format(Locale.ROOT, "  subtask %d%n", s.index()));
         for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
             sb.append(String.format(Locale.ROOT, "    %s -> %s %s (%s)%s%n", h.kind(), h.delegateKind(),
-                    h.inline() ? "inline" : h.location(), bytes(h.delegateSize()),
+                    h.inline() ? "inline" : printable(h.location()), bytes(h.delegateSize()),
                     h.proxyVersion() > 0 ? ", header proxy v" + h.proxyVersion() + (h.compressed() ? ", snappy" : "") : ""));
             for (InspectReport.StateInfo st : h.states()) {
                 sb.append(String.format(Locale.ROOT, "      %-38s %-16s %,10d elements %12s  %s%n", printable(st.name()), st.mode(),
-                        st.elements(), st.bytes() < 0 ? "?" : bytes(st.bytes()), st.serializer()));
+                        st.elements(), st.bytes() < 0 ? "?" : bytes(st.bytes()), printable(st.serializer())));
             }
         }
         if (s.managedKeyedState() != null) {
@@ -143,10 +150,149 @@ final class TextRenderer {
         }
     }
 
+    /** What RocksDB's numbers are, wherever they are shown. */
+    static final String ROCKSDB_NUMBERS = "RocksDB's numbers (its SST files' table properties): entries include"
+            + " tombstones and overwritten versions that compaction has not removed yet; bytes are the SST files' sizes";
+
+    /**
+     * {@code inspect --keyed}: per operator and keyed state its type, TTL, entries and bytes in
+     * total and per subtask (min and max; with {@code subtasks} each one), its serializers and their
+     * snapshot classes, and what could not be read, with file and byte offset.
+     */
+    static String keyed(KeyedReport k, boolean subtasks) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "%nkeyed state of %s: %d operators, %s%n", printable(k.source()),
+                k.operators().size(), bytes(k.storedBytes())));
+        for (KeyedReport.Operator op : k.operators()) keyedOperator(sb, op, subtasks);
+        return sb.toString();
+    }
+
+    private static void keyedOperator(StringBuilder sb, KeyedReport.Operator op, boolean subtasks) {
+        sb.append(String.format(Locale.ROOT, "%noperator %s", op.id()));
+        if (!op.uid().isEmpty()) sb.append("  uid=").append(printable(op.uid()));
+        if (!op.name().isEmpty()) sb.append("  name=").append(printable(op.name()));
+        sb.append(String.format(Locale.ROOT, "%n  parallelism %d, max parallelism %d, %d keyed handles%n",
+                op.parallelism(), op.maxParallelism(), op.handles().size()));
+        if (!op.states().isEmpty()) {
+            int w = 11;
+            long all = 0;
+            for (KeyedReport.State s : op.states()) {
+                w = Math.max(w, Math.min(48, printable(s.name()).length()));
+                all += s.total().storedBytes();
+            }
+            String row = "  %-" + w + "s %-11s %-3s %14s %16s %6s %-20s %s%n";
+            sb.append(String.format(Locale.ROOT, row, "keyed state", "type", "TTL", "entries", "bytes", "share",
+                    "entries per subtask", "format"));
+            for (KeyedReport.State s : op.states()) {
+                KeyedReport.Count c = s.total();
+                long min = Long.MAX_VALUE, max = 0;
+                for (KeyedReport.SubtaskCount t : s.subtasks()) {
+                    min = Math.min(min, t.count().entries());
+                    max = Math.max(max, t.count().entries());
+                }
+                sb.append(String.format(Locale.ROOT, row, printable(s.name()), s.kind(), s.ttl() ? "yes" : "no",
+                        String.format(Locale.ROOT, "%,d", c.entries()), String.format(Locale.ROOT, "%,d", c.storedBytes()),
+                        String.format(Locale.ROOT, "%.1f%%", all == 0 ? 0.0 : 100.0 * c.storedBytes() / all),
+                        s.subtasks().isEmpty() ? "-" : String.format(Locale.ROOT, "%,d..%,d in %d", min, max,
+                                s.subtasks().size()),
+                        formats(s) + (c.complete() ? "" : " (incomplete: see below)")));
+            }
+            if (op.states().stream().anyMatch(KeyedReport.State::rocksDbNumbers)) {
+                sb.append("  ").append(ROCKSDB_NUMBERS).append(':').append(NL);
+                for (KeyedReport.State s : op.states()) {
+                    KeyedReport.RocksDbFigures f = s.rocksDb();
+                    if (f == null) continue;
+                    sb.append(String.format(Locale.ROOT, "    %-" + w + "s %,d SST files, %,d deleted keys, %,d merge"
+                            + " operands, %,d range deletions, data blocks %s%n", printable(s.name()), f.files(),
+                            f.deletedKeys(), f.mergeOperands(), f.rangeDeletions(), bytes(f.dataSize())));
+                }
+            }
+            if (op.states().stream().anyMatch(KeyedReport.State::ttl)) {
+                sb.append("  TTL: the value serializer is Flink's TTL wrapper; the time to live, update type, visibility"
+                        + " and cleanup are set in the job's code, not in the meta info").append(NL);
+            }
+            // serializers by their short names, then each snapshot class once
+            KeyedReport.Serializer key = op.states().get(0).serializer("KEY_SERIALIZER");
+            sb.append("  serializers").append(key == null ? "" : " (key " + printable(key.snapshot().shortName()) + ")")
+                    .append(':').append(NL);
+            Map<String, KeyedReport.SerializerSnapshot> classes = new java.util.TreeMap<>();
+            for (KeyedReport.State s : op.states()) {
+                List<String> parts = new java.util.ArrayList<>();
+                for (KeyedReport.Serializer z : s.serializers()) {
+                    snapshotClasses(z.snapshot(), classes);
+                    if (!z.role().equals("KEY_SERIALIZER")) parts.add(role(z.role()) + " " + printable(z.snapshot().shortName()));
+                }
+                sb.append(String.format(Locale.ROOT, "    %-" + w + "s %s%n", printable(s.name()), String.join(", ", parts)));
+            }
+            sb.append("  snapshot classes:").append(NL);
+            classes.forEach((c, z) -> sb.append(String.format(Locale.ROOT, "    %s v%d%s%n", printable(c), z.version(),
+                    z.classes().isEmpty() ? "" : " (" + printable(String.join(", ", z.classes())) + ")")));
+            if (subtasks) {
+                sb.append("  per subtask ([subtask] entries, bytes):").append(NL);
+                for (KeyedReport.State s : op.states()) {
+                    sb.append(String.format(Locale.ROOT, "    %-" + w + "s", printable(s.name())));
+                    for (KeyedReport.SubtaskCount t : s.subtasks()) {
+                        sb.append(String.format(Locale.ROOT, " [%d] %,d, %,d;", t.subtask(), t.count().entries(),
+                                t.count().storedBytes()));
+                    }
+                    sb.append(NL);
+                }
+            }
+        }
+        int shown = 0, hidden = 0;
+        for (KeyedReport.Handle h : op.handles()) {
+            if (h.error() != null) {
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s not read (%s): %s%n", h.subtask(), h.kind(),
+                        bytes(h.totalBytes()), printable(h.error())));
+            }
+            for (KeyedReport.Note n : h.notes()) {
+                if (!subtasks && shown == KEYED_NOTES) {
+                    hidden++;
+                    continue;
+                }
+                shown++;
+                // a reader's error names its file already; a note about a whole handle has none
+                String file = n.file().substring(n.file().lastIndexOf('/') + 1);
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s%s%n", h.subtask(),
+                        file.isEmpty() || n.message().contains(file) ? ""
+                                : printable(n.file()) + " at byte " + n.offset() + ": ", printable(n.message())));
+            }
+            if (subtasks) {
+                sb.append(String.format(Locale.ROOT, "  subtask %d: %s%s, key groups %d..%d, %s (meta info %s,"
+                        + " overhead %s, unattributed %s)%n", h.subtask(), h.kind(), h.format() == null ? ""
+                        : " (" + h.format() + ")", h.firstKeyGroup(), h.firstKeyGroup() + h.keyGroups() - 1,
+                        bytes(h.totalBytes()), bytes(h.headerBytes()), bytes(h.overheadBytes()),
+                        bytes(h.unattributedBytes())));
+            }
+        }
+        if (hidden > 0) {
+            sb.append(String.format(Locale.ROOT, "  ... and %,d more notes (--subtasks or --json shows them all)%n", hidden));
+        }
+    }
+
+    /** Notes of an operator's keyed handles shown without --subtasks. */
+    private static final int KEYED_NOTES = 5;
+
+    /** Every snapshot class of a snapshot and its nested ones, by class name. */
+    private static void snapshotClasses(KeyedReport.SerializerSnapshot s, Map<String, KeyedReport.SerializerSnapshot> out) {
+        out.putIfAbsent(s.snapshotClass(), s);
+        for (KeyedReport.SerializerSnapshot n : s.nested()) snapshotClasses(n, out);
+    }
+
+    private static String formats(KeyedReport.State s) {
+        return s.formats().stream().map(KeyedReport.SnapshotFormat::toString).collect(Collectors.joining(", "));
+    }
+
+    /** {@code VALUE_SERIALIZER} as {@code value}, {@code USER_KEY_SERIALIZER} as {@code user key}. */
+    private static String role(String r) {
+        return r.endsWith("_SERIALIZER") ? r.substring(0, r.length() - "_SERIALIZER".length()).toLowerCase(Locale.ROOT)
+                .replace('_', ' ') : printable(r);
+    }
+
     /** A surgery's plan and, after {@code --apply}, what it wrote. */
     static String plan(SurgeryPlan p) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "plan for %s (%s)%n", p.source(), p.depth()));
+        sb.append(String.format(Locale.ROOT, "plan for %s (%s)%n", printable(p.source()), p.depth()));
         sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %12s %12s %12s%n", "operator", "subtask", "state", "action",
                 "elements", "after", "bytes cut"));
         for (SurgeryPlan.Change c : p.changes()) {
@@ -165,8 +311,8 @@ final class TextRenderer {
             sb.append(String.format(Locale.ROOT, "  ... and %,d more paths (--json lists them all)%n", moved.size() - 20));
         }
         for (SurgeryPlan.NewStream s : p.newStreams()) {
-            sb.append(String.format(Locale.ROOT, "  %s %s -> %s (%s)%n", s.replaces().startsWith("(") ? "write" : "rewrite", s.replaces(),
-                    s.fileName().isEmpty() ? "inline in _metadata" : "new file " + s.fileName(), bytes(s.bytes())));
+            sb.append(String.format(Locale.ROOT, "  %s %s -> %s (%s)%n", s.replaces().startsWith("(") ? "write" : "rewrite", printable(s.replaces()),
+                    s.fileName().isEmpty() ? "inline in _metadata" : "new file " + printable(s.fileName()), bytes(s.bytes())));
         }
         sb.append(String.format(Locale.ROOT, "  %,d elements and %s of state removed; _metadata %s -> %s%n",
                 p.elementsRemoved(), bytes(p.bytesRemoved()), bytes(p.metadataBytesBefore()), bytes(p.metadataBytesAfter())));
@@ -174,12 +320,12 @@ final class TextRenderer {
         if (r == null) {
             sb.append("  nothing written: add --apply with --output DIR (or --in-place) to write it\n");
         } else {
-            sb.append(String.format(Locale.ROOT, "wrote %s (%s)%n", r.metadataPath(), bytes(r.metadataBytes())));
-            for (String w : r.written()) sb.append("  new state file ").append(w).append(NL);
+            sb.append(String.format(Locale.ROOT, "wrote %s (%s)%n", printable(r.metadataPath()), bytes(r.metadataBytes())));
+            for (String w : r.written()) sb.append("  new state file ").append(printable(w)).append(NL);
             if (!r.linked().isEmpty()) sb.append(String.format(Locale.ROOT, "  %d unchanged state files hard-linked%n", r.linked().size()));
             if (!r.copied().isEmpty()) sb.append(String.format(Locale.ROOT, "  %d unchanged state files copied%n", r.copied().size()));
-            if (r.backup() != null) sb.append("  backup of the old _metadata: ").append(r.backup()).append(NL);
-            sb.append("  validation: ").append(r.flinkValidation()).append(NL);
+            if (r.backup() != null) sb.append("  backup of the old _metadata: ").append(printable(r.backup())).append(NL);
+            sb.append("  validation: ").append(printable(r.flinkValidation())).append(NL);
         }
         return sb.toString();
     }
@@ -194,29 +340,76 @@ final class TextRenderer {
 
     /** The doctor's findings on the checkpoint or HA file at {@code path}, each with its remedies as command lines. */
     static String doctor(String path, List<CheckpointSurgeon.Finding> findings) {
+        return doctor(path, findings, r -> command(r, path), new java.util.HashSet<>());
+    }
+
+    /**
+     * {@code doctor}'s findings of one checkpoint or HA file with their remedies as {@code command}
+     * prints them; a fix already printed (in {@code shown}: an HA dir's files share one ha repair)
+     * is named, not printed again.
+     */
+    static String doctor(String path, List<CheckpointSurgeon.Finding> findings,
+            java.util.function.Function<CheckpointSurgeon.Remedy, String> command, java.util.Set<String> shown) {
         StringBuilder sb = new StringBuilder();
-        sb.append(path).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
+        sb.append(printable(path)).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
                 .append(NL);
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n    fix: %s%n", f.severity(), f.code(), f.message(),
-                    command(f.fix(), path)));
+            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n", f.severity(), printable(f.code()), printable(f.message())));
+            String fix = command.apply(f.fix());
+            if (!shown.add(fix)) {
+                sb.append("    same fix as above (one ha repair covers every file it selects)").append(NL);
+                continue;
+            }
+            sb.append("    fix: ").append(printable(fix)).append(NL);
             for (CheckpointSurgeon.Remedy r : f.alternatives()) {
-                sb.append(String.format(Locale.ROOT, "    or:  %s%n", command(r, path)));
+                sb.append("    or:  ").append(printable(command.apply(r))).append(NL);
             }
         }
         return sb.toString();
     }
 
-    /** {@code diff}: both checkpoints, then every state and every operator whose sizes changed. */
-    static String diff(Growth.Diff d) {
+    /** {@code clean-leftovers}: the files a killed repair left in {@code path}, deleted or to delete. */
+    static String leftovers(String path, List<Path> files, boolean deleted) {
+        StringBuilder sb = new StringBuilder();
+        if (files.isEmpty()) {
+            return sb.append(printable(path)).append(": no leftovers of checkpoint-surgeon").append(NL).toString();
+        }
+        sb.append(String.format(Locale.ROOT, "%s: %d file(s) left by a checkpoint-surgeon repair that was killed%n",
+                printable(path), files.size()));
+        for (Path f : files) sb.append(deleted ? "  deleted " : "  ").append(printable(f.getFileName())).append(NL);
+        if (!deleted) sb.append("  nothing deleted: add --apply to delete them").append(NL);
+        return sb.toString();
+    }
+
+    /** Findings of {@code diff} or {@code history}, their remedies for the checkpoint at {@code path}. */
+    static String findings(List<CheckpointSurgeon.Finding> findings, String path) {
+        StringBuilder sb = new StringBuilder();
+        for (CheckpointSurgeon.Finding f : findings) {
+            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), printable(f.code()),
+                    printable(f.message()), printable(command(f.fix(), path))));
+            for (CheckpointSurgeon.Remedy r : f.alternatives()) {
+                sb.append("  or:  ").append(printable(command(r, path))).append(NL);
+            }
+        }
+        return sb.toString();
+    }
+
+    /**
+     * {@code diff}: both checkpoints, then every state and every operator whose sizes changed, then
+     * the findings with their remedies for B ({@code bDir}).
+     */
+    static String diff(Growth.Diff d, String bDir) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "A: checkpoint %d, _metadata %s  %s%nB: checkpoint %d, _metadata %s  %s%n",
-                d.checkpointA(), bytes(d.metadataBytesA()), d.a(), d.checkpointB(), bytes(d.metadataBytesB()), d.b()));
+                d.checkpointA(), bytes(d.metadataBytesA()), printable(d.a()), d.checkpointB(), bytes(d.metadataBytesB()),
+                printable(d.b())));
         sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", "operator", "state", "change",
                 "elements A", "elements B", "factor", "bytes A", "bytes B", "distinct A", "distinct B"));
         for (Growth.StateChange c : d.states()) {
+            String state = c.mode() != null && c.mode().startsWith("keyed ") ? printable(c.state()) + " (" + c.mode() + ")"
+                    : printable(c.state());
             sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", c.operatorId(),
-                    printable(c.state()), c.change(), count(c.elementsA()), count(c.elementsB()),
+                    state, c.change(), count(c.elementsA()), count(c.elementsB()),
                     c.elementsA() > 0 && c.elementsB() >= 0 ? String.format(Locale.ROOT, "x%.2f", c.factor()) : "-",
                     count(c.bytesA()), count(c.bytesB()), count(c.distinctA()), count(c.distinctB())));
         }
@@ -229,7 +422,7 @@ final class TextRenderer {
                         count(o.keyedBytesB()), count(o.coordinatorBytesA()), count(o.coordinatorBytesB())));
             }
         }
-        return sb.toString();
+        return sb.append(findings(d.findings(), bDir)).toString();
     }
 
     /** {@code history}: every state's series, then the findings with their remedies for the newest checkpoint {@code lastDir}. */
@@ -247,14 +440,7 @@ final class TextRenderer {
             for (int p : s.parallelism()) sb.append(String.format(Locale.ROOT, "%12s", count(p)));
             sb.append(NL);
         }
-        for (CheckpointSurgeon.Finding f : h.findings()) {
-            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), f.code(), f.message(),
-                    command(f.fix(), lastDir)));
-            for (CheckpointSurgeon.Remedy r : f.alternatives()) {
-                sb.append(String.format(Locale.ROOT, "  or:  %s%n", command(r, lastDir)));
-            }
-        }
-        return sb.toString();
+        return sb.append(findings(h.findings(), lastDir)).toString();
     }
 
     /** The union states of an HA file's checkpoint, one line each, as {@code ha list} shows them. */
@@ -267,26 +453,28 @@ final class TextRenderer {
     static String kubernetesListing(KubernetesHa ha, KubernetesHa.Reconciliation r) {
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT,
                 "HA ConfigMaps of cluster '%s' in namespace '%s' (Kubernetes API server %s):%n",
-                ha.clusterId, ha.namespace, ha.masterUrl));
+                printable(ha.clusterId), printable(ha.namespace), printable(ha.masterUrl)));
         for (KubernetesHa.Pointer p : r.pointers) {
-            sb.append("  ").append(p.configMap).append(' ').append(p.key).append(" -> ")
-                    .append(p.target == null ? "?" : p.target).append(pointerStatus(p)).append(NL);
+            sb.append("  ").append(printable(p.configMap)).append(' ').append(printable(p.key)).append(" -> ")
+                    .append(p.target == null ? "?" : printable(p.target)).append(pointerStatus(p)).append(NL);
         }
         if (r.pointers.isEmpty()) sb.append("  no checkpointID-<n> pointers").append(NL);
         sb.append("pointers without a file: ").append(r.pointersWithoutFile.size()).append(NL);
         for (KubernetesHa.Pointer p : r.pointersWithoutFile) {
-            sb.append("  ").append(p.configMap).append(' ').append(p.key).append(" (checkpoint ").append(p.checkpointId)
+            sb.append("  ").append(printable(p.configMap)).append(' ').append(printable(p.key)).append(" (checkpoint ")
+                    .append(p.checkpointId)
                     .append(')').append(NL);
         }
         sb.append("files without a pointer: ").append(r.filesWithoutPointer.size()).append(NL);
-        for (Path f : r.filesWithoutPointer) sb.append("  ").append(f).append(NL);
+        for (Path f : r.filesWithoutPointer) sb.append("  ").append(printable(f)).append(NL);
         return sb.toString();
     }
 
     /** One HA file of {@code ha list}: its job, checkpoint, size and union states. */
     static String haFile(CheckpointSurgeon.HaFileInfo file, List<String> unionStates) {
-        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%s%n  job %s, checkpoint %d, %s, %s%n", file.file(),
-                file.jobId(), file.checkpointId(), bytes(file.fileBytes()), file.checkpointPath()));
+        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%s%n  job %s, checkpoint %d, %s, %s%n",
+                printable(file.file()), printable(file.jobId()), file.checkpointId(), bytes(file.fileBytes()),
+                printable(file.checkpointPath())));
         for (String u : unionStates) sb.append("  union state ").append(u).append(NL);
         return sb.toString();
     }
@@ -296,11 +484,12 @@ final class TextRenderer {
         StringBuilder sb = new StringBuilder();
         for (KubernetesHa.Pointer p : selection.passedOver) {
             String status = pointerStatus(p);
-            sb.append("warning: ").append(p.configMap).append(' ').append(p.key).append(" -> ").append(p.target)
-                    .append(status.isEmpty() ? " is not under " + dir : status).append("; not repaired").append(NL);
+            sb.append("warning: ").append(printable(p.configMap)).append(' ').append(printable(p.key)).append(" -> ")
+                    .append(printable(p.target)).append(status.isEmpty() ? " is not under " + printable(dir) : status)
+                    .append("; not repaired").append(NL);
         }
         for (Path f : selection.unpointed) {
-            sb.append("note: ").append(f).append(" has no pointer in the ConfigMaps (Flink does not recover from it);"
+            sb.append("note: ").append(printable(f)).append(" has no pointer in the ConfigMaps (Flink does not recover from it);"
                     + " not repaired").append(NL);
         }
         return sb.toString();
@@ -311,7 +500,7 @@ final class TextRenderer {
         StringBuilder sb = new StringBuilder();
         for (CheckpointSurgeon.HaRepair r : results) {
             if (r.plan() == null) {
-                sb.append(r.file()).append(": skipped, the surgery selects nothing in it (already repaired?)").append(NL);
+                sb.append(printable(r.file())).append(": skipped, the surgery selects nothing in it (already repaired?)").append(NL);
             } else {
                 sb.append(plan(r.plan()));
             }
@@ -319,8 +508,8 @@ final class TextRenderer {
         if (applied) {
             sb.append("summary:").append(NL);
             for (CheckpointSurgeon.HaRepair r : results) {
-                sb.append("  ").append(r.file()).append(": ").append(r.plan() == null ? "skipped (nothing to change)"
-                        : "repaired, backup " + r.plan().result().backup()).append(NL);
+                sb.append("  ").append(printable(r.file())).append(": ").append(r.plan() == null ? "skipped (nothing to change)"
+                        : "repaired, backup " + printable(r.plan().result().backup())).append(NL);
             }
         }
         return sb.toString();
@@ -329,7 +518,7 @@ final class TextRenderer {
     /** The status of a pointer: empty when its local file exists and Flink recovers from it. */
     static String pointerStatus(KubernetesHa.Pointer p) {
         String deleted = p.markedForDeletion ? " (marked for deletion)" : "";
-        if (p.problem != null) return ": unreadable, " + p.problem + deleted;
+        if (p.problem != null) return ": unreadable, " + printable(p.problem) + deleted;
         if (p.file == null) return ": not a local file" + deleted;
         return (Files.isRegularFile(p.file) ? "" : ": NO SUCH FILE") + deleted;
     }
@@ -342,10 +531,14 @@ final class TextRenderer {
                 return "checkpoint-surgeon inspect " + p;
             case INSPECT_SUBTASKS:
                 return "checkpoint-surgeon inspect " + p + " --subtasks";
+            case INSPECT_KEYED:
+                return "checkpoint-surgeon inspect " + p + " --keyed";
             case MIGRATE_KAFKA_LEGACY:
                 // the connector version comes from the class path, else --connector-version is asked for
                 return "checkpoint-surgeon kafka migrate-legacy " + p + " --operator-id " + r.operatorId()
                         + " --apply --output " + quote(path + "-migrated");
+            case CLEAN_LEFTOVERS:
+                return "checkpoint-surgeon clean-leftovers " + p + " --apply";
             case REMOVE_STATE:
                 return surgery("remove-state", r, path, "-repaired");
             case DEDUPE_UNION:
@@ -353,6 +546,18 @@ final class TextRenderer {
             default:
                 throw new IllegalArgumentException(r.action().name());
         }
+    }
+
+    /**
+     * The command line of a doctor's remedy for HA files under {@code path} (the HA dir or file given):
+     * {@code ha repair} of the same surgery with --apply, or {@code ha list}, with {@code haOptions}.
+     */
+    static String haCommand(CheckpointSurgeon.Remedy r, String path, String haOptions) {
+        if (!r.haRepair()) return command(r, path);
+        if (r.action() == CheckpointSurgeon.Remedy.Action.LIST_HA) return "checkpoint-surgeon ha list " + quote(path) + haOptions;
+        return "checkpoint-surgeon ha repair " + quote(path) + " --operator-id " + r.operatorId() + " --state "
+                + quote(r.state()) + (r.action() == CheckpointSurgeon.Remedy.Action.DEDUPE_UNION ? " --dedupe" : "")
+                + " --apply" + haOptions;
     }
 
     private static String surgery(String command, CheckpointSurgeon.Remedy r, String path, String outputSuffix) {
@@ -374,21 +579,31 @@ final class TextRenderer {
         return InspectReport.formatBytes(n);
     }
 
-    /** A name on one line: control characters (a tab or newline in a state name) as Java escapes. */
-    static String printable(String s) {
-        StringBuilder b = new StringBuilder(s.length());
-        for (char c : s.toCharArray()) {
-            if (c == '\t') b.append("\\t");
-            else if (c == '\n') b.append("\\n");
-            else if (c == '\r') b.append("\\r");
-            else if (Character.isISOControl(c)) b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.toString();
+    /**
+     * A string from a checkpoint, a path or an argument, on one line: control and bidirectional
+     * formatting characters as escapes, a very long one shortened ({@link Terminal#safe}).
+     */
+    static String printable(Object s) {
+        return Terminal.safe(s);
     }
 
-    /** A word for a POSIX shell, quoted when it needs to be. */
+    /**
+     * A word for a shell, quoted when it needs to be: {@code '...'}, or {@code $'...'} (bash, zsh,
+     * ksh) with escapes when it holds a character {@link Terminal} escapes, so that the command
+     * stays runnable as printed and still carries no control character to the terminal.
+     */
     static String quote(String s) {
-        return s.matches("[A-Za-z0-9_./:@%+=,-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
+        if (s.matches("[A-Za-z0-9_./:@%+=,-]+")) return s;
+        if (s.chars().noneMatch(c -> Terminal.escaped((char) c))) return "'" + s.replace("'", "'\\''") + "'";
+        StringBuilder b = new StringBuilder("$'");
+        for (char c : s.toCharArray()) {
+            if (c == '\\' || c == '\'') b.append('\\').append(c);
+            else if (c == '\t') b.append("\\t");
+            else if (c == '\n') b.append("\\n");
+            else if (c == '\r') b.append("\\r");
+            else if (!Terminal.escaped(c)) b.append(c);
+            else b.append(String.format(Locale.ROOT, c < 0x80 ? "\\x%02x" : "\\u%04x", (int) c));
+        }
+        return b.append('\'').toString();
     }
 }

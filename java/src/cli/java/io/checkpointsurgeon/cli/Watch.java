@@ -2,6 +2,7 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.internal.Json;
 import java.io.BufferedReader;
@@ -34,9 +35,10 @@ import java.util.regex.Pattern;
  * Follows the checkpoints of running jobs: the latest completed checkpoint of each job, from Flink's
  * REST API ({@code /jobs/overview}, {@code /jobs/<id>/checkpoints}) or from a checkpoint base
  * directory ({@code <dir>/<job id>/chk-<n>}). Each new checkpoint is inspected and examined by the
- * doctor; the figures are served as Prometheus metrics ({@link PrometheusMetrics}) and new
- * findings run a hook. It only reads checkpoints: a checkpoint that is half-written or deleted while
- * it is read is counted as an error and read again at the next poll.
+ * doctor, and compared with the job's previous one ({@link Growth#diff}: a union state multiplied by
+ * the restores in between); the figures are served as Prometheus metrics ({@link PrometheusMetrics})
+ * and new findings run a hook. It only reads checkpoints: a checkpoint that is half-written or
+ * deleted while it is read is counted as an error and read again at the next poll.
  */
 public final class Watch implements AutoCloseable {
     private static final Pattern CHK = Pattern.compile("chk-(\\d+)");
@@ -104,7 +106,10 @@ public final class Watch implements AutoCloseable {
         this.log = log;
     }
 
-    /** Serves the metrics at {@code http://host:port/metrics} (port 0: any free port); returns the port. */
+    /**
+     * Serves the metrics at {@code http://host:port/metrics} (port 0: any free port); returns the
+     * port. {@code host} is the address to bind: the CLI's default is the loopback address.
+     */
     public synchronized int serveMetrics(String host, int port) throws IOException {
         server = new ServerSocket();
         server.bind(new InetSocketAddress(InetAddress.getByName(host), port));
@@ -154,7 +159,9 @@ public final class Watch implements AutoCloseable {
         List<CheckpointSurgeon.Finding> findings;
         try {
             report = CheckpointSurgeon.inspect(l.path);
-            findings = CheckpointSurgeon.doctor(report, l.path);
+            findings = new java.util.ArrayList<>(CheckpointSurgeon.doctor(report, l.path));
+            // restores between the job's previous checkpoint and this one: a union state multiplied
+            if (job.report != null) findings.addAll(Growth.diff(job.report, report).findings());
         } catch (CheckpointSurgeonException | RuntimeException e) {
             if (!l.path.equals(job.failed)) {
                 error("job " + job.id + " checkpoint " + l.checkpointId + " " + l.path + ": " + e.getMessage()
@@ -179,8 +186,9 @@ public final class Watch implements AutoCloseable {
             job.failed = null;
         }
         TreeSet<String> now = codes(findings);
-        log.printf(Locale.ROOT, "job %s (%s) checkpoint %d %s: _metadata %s, %s%n", job.id, job.name, l.checkpointId,
-                l.path, InspectReport.formatBytes(report.metadataBytes()),
+        // one line per checkpoint, whatever its job's name or directory holds
+        log.printf(Locale.ROOT, "job %s (%s) checkpoint %d %s: _metadata %s, %s%n", Terminal.safe(job.id),
+                Terminal.safe(job.name), l.checkpointId, Terminal.safe(l.path), InspectReport.formatBytes(report.metadataBytes()),
                 findings.isEmpty() ? "no findings" : findings.size() + " finding(s) " + now);
         log.flush();
         now.removeAll(before);
@@ -229,7 +237,7 @@ public final class Watch implements AutoCloseable {
         synchronized (this) {
             errors++;
         }
-        log.println("watch: " + message);
+        log.println("watch: " + Terminal.safe(message));
         log.flush();
     }
 
@@ -349,7 +357,10 @@ public final class Watch implements AutoCloseable {
         }
     }
 
-    /** One request per connection: {@code GET /metrics}, anything else 404. */
+    /**
+     * One request per connection: {@code GET} (or {@code HEAD}: the same headers, no body) of
+     * {@code /metrics}; another path is 404, another method 405 with {@code Allow: GET, HEAD}.
+     */
     private void answer(Socket socket) {
         try (Socket s = socket) {
             s.setSoTimeout(10_000);
@@ -359,15 +370,17 @@ public final class Watch implements AutoCloseable {
                 // the headers are not needed
             }
             String[] parts = request == null ? new String[0] : request.split(" ");
-            boolean metrics = parts.length >= 2 && parts[0].equals("GET")
-                    && (parts[1].equals("/metrics") || parts[1].startsWith("/metrics?"));
-            byte[] body = (metrics ? metrics() : "checkpoint-surgeon watch: the metrics are at /metrics\n")
-                    .getBytes(StandardCharsets.UTF_8);
+            String method = parts.length >= 1 ? parts[0] : "";
+            boolean known = method.equals("GET") || method.equals("HEAD");
+            boolean metrics = known && parts.length >= 2 && (parts[1].equals("/metrics") || parts[1].startsWith("/metrics?"));
+            String status = metrics ? "200 OK" : known ? "404 Not Found" : "405 Method Not Allowed";
+            byte[] body = (metrics ? metrics() : known ? "checkpoint-surgeon watch: the metrics are at /metrics\n"
+                    : "checkpoint-surgeon watch: GET or HEAD /metrics\n").getBytes(StandardCharsets.UTF_8);
             OutputStream out = s.getOutputStream();
-            out.write(((metrics ? "HTTP/1.1 200 OK" : "HTTP/1.1 404 Not Found")
+            out.write(("HTTP/1.1 " + status + (known ? "" : "\r\nAllow: GET, HEAD")
                     + "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: " + body.length
                     + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
-            out.write(body);
+            if (!method.equals("HEAD")) out.write(body);
             out.flush();
         } catch (IOException e) {
             // a client that went away or timed out

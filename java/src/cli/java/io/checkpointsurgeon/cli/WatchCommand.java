@@ -24,8 +24,9 @@ final class WatchCommand extends BaseCommand {
             + " http://HOST:PORT/metrics (0: any free port, printed)")
     Integer metricsPort;
 
-    @Option(names = "--metrics-host", paramLabel = "HOST", description = "the address to serve them on (default: all)")
-    String metricsHost = "0.0.0.0";
+    @Option(names = "--metrics-host", paramLabel = "HOST", description = "the address to serve them on (default"
+            + " 127.0.0.1: this host only; 0.0.0.0 for every interface, see README on exposing them)")
+    String metricsHost = "127.0.0.1";
 
     @Option(names = "--interval", paramLabel = "SECONDS", description = "seconds between polls (default 10)")
     double interval = 10;
@@ -53,10 +54,10 @@ final class WatchCommand extends BaseCommand {
         if (rest != null) fs.configure(); // the REST API may name checkpoints on any file system
         PrintWriter out = out();
         try (Watch w = new Watch(rest, dir, onFinding, hookTimeout * 1000,
-                once ? new PrintWriter(System.err, true) : out)) {
+                once ? err() : out)) {
             if (metricsPort != null) {
                 int port = w.serveMetrics(metricsHost, metricsPort);
-                out.println("metrics at http://" + metricsHost + ":" + port + "/metrics");
+                out.println("metrics at http://" + TextRenderer.printable(metricsHost) + ":" + port + "/metrics");
                 out.flush();
             }
             if (once) {

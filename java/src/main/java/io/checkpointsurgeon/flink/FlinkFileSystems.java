@@ -67,6 +67,39 @@ public final class FlinkFileSystems {
     }
 
     /**
+     * Whether the Flink path {@code path} is {@code dir} or lies under it, comparing normalized
+     * URIs: the scheme (any case), the authority (a bucket, a name node) and the path on a
+     * {@code /} boundary, with {@code .}, {@code ..} and repeated slashes resolved. Paths on
+     * different file systems (or the local one) are never inside each other.
+     */
+    public static boolean within(String path, String dir) {
+        String[] p = uriParts(path);
+        String[] d = uriParts(dir);
+        if (!p[0].equalsIgnoreCase(d[0]) || !p[1].equalsIgnoreCase(d[1])) return false;
+        return p[2].equals(d[2]) || d[2].equals("/") || p[2].startsWith(d[2] + "/");
+    }
+
+    /** Scheme, authority and normalized absolute path of a {@code scheme://authority/path} or {@code scheme:/path}. */
+    private static String[] uriParts(String path) {
+        var m = SCHEME.matcher(path);
+        String scheme = m.matches() ? m.group(1) : "file";
+        String rest = m.matches() ? path.substring(scheme.length() + 1) : path;
+        String authority = "";
+        if (rest.startsWith("//")) {
+            int slash = rest.indexOf('/', 2);
+            authority = slash < 0 ? rest.substring(2) : rest.substring(2, slash);
+            rest = slash < 0 ? "/" : rest.substring(slash);
+        }
+        java.util.ArrayDeque<String> parts = new java.util.ArrayDeque<>();
+        for (String part : rest.split("/")) {
+            if (part.isEmpty() || part.equals(".")) continue;
+            if (part.equals("..")) parts.pollLast();
+            else parts.addLast(part);
+        }
+        return new String[] {scheme, authority, "/" + String.join("/", parts)};
+    }
+
+    /**
      * Initializes Flink's file systems with the configuration in {@code flinkConfDir} (its
      * {@code config.yaml} or {@code flink-conf.yaml}; Flink's defaults when null) and the plugins
      * under {@code pluginsDir} (none when null). Replaces any earlier initialization in this JVM.
@@ -226,6 +259,11 @@ public final class FlinkFileSystems {
 
     public static InputStream open(String path) throws IOException {
         return (InputStream) call(fs(path), FILE_SYSTEM, "open", new Class<?>[] {pathClass()}, flinkPath(path));
+    }
+
+    /** Moves a stream {@link #open} returned to byte {@code pos} of its file. */
+    public static void seek(InputStream in, long pos) throws IOException {
+        call(in, FS_INPUT, "seek", new Class<?>[] {long.class}, pos);
     }
 
     /** A new file; fails when it exists unless {@code overwrite}. */

@@ -20,7 +20,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * The one commit sequence of every repair. Local {@code --output} and {@code --in-place}, Flink
@@ -42,6 +41,13 @@ import java.util.Locale;
  * A failure before the first switch removes everything the run created (no {@code _metadata} in an
  * output, no change in place). A failure between switches of a multi-file run (HA) names the files
  * that are new, the ones that are old, and every backup.
+ *
+ * <p>A JVM that shuts down (SIGTERM, SIGHUP, SIGINT, {@code System.exit} elsewhere) takes the same
+ * path: a shutdown hook asks every run in progress to stop at its next safe point (before a step,
+ * between the files it places; never inside the switches, which run to their end), waits until
+ * the run has undone what it created, and reports "interrupted, nothing was changed" or, when the
+ * switch was already done, where the repaired file and its backup are. The run's thread does
+ * the undo itself, so the hook and the run never remove or create the same file at once.
  */
 final class Commit {
     private Commit() {}
@@ -105,6 +111,15 @@ final class Commit {
     }
 
     static List<Outcome> run(List<? extends Unit> units) throws CheckpointSurgeonException {
+        Run run = Run.start();
+        try {
+            return run(units, run);
+        } finally {
+            run.finish();
+        }
+    }
+
+    private static List<Outcome> run(List<? extends Unit> units, Run run) throws CheckpointSurgeonException {
         Undo runUndo = new Undo();
         Locks locks = new Locks();
         List<Undo> undos = new ArrayList<>();
@@ -140,9 +155,13 @@ final class Commit {
                 backups.add(changing.get(i).backup(undos.get(units.indexOf(changing.get(i)))));
             }
             for (int i = 0; i < changing.size(); i++) {
-                step(ProgressListener.CommitStep.SWITCH, i, changing.get(i));
+                // a stop is honoured before the first switch only: once one file is switched, all are
+                step(ProgressListener.CommitStep.SWITCH, i, changing.get(i), i == 0);
                 changing.get(i).switchOver();
                 switched++;
+                SurgeryPlan.Result done = changing.get(i).result(backups.get(i), verdicts.get(i)).result();
+                run.switched.add(done.metadataPath() + " is the repaired one" + (done.backup() == null ? ""
+                        : " (the old one is kept as " + done.backup() + ")"));
             }
         } catch (CheckpointSurgeonException | RuntimeException | Error e) {
             // Undo what was not switched: staged files, placed files and backups of those units.
@@ -153,6 +172,7 @@ final class Commit {
             }
             if (switched == 0) runUndo.run(e);
             locks.close(e);
+            if (switched == 0 && stopping) throw interrupted(e);
             if (e instanceof RuntimeException) throw (RuntimeException) e;
             if (e instanceof Error) throw (Error) e;
             throw failure(e, units, changing, backups, switched);
@@ -173,17 +193,17 @@ final class Commit {
         if (switched == 0) {
             return new CheckpointSurgeonException(code, message + "; nothing was changed", e);
         }
-        StringBuilder sb = new StringBuilder(message).append("; the run stopped between switches:");
+        // one line, as every message of the library: the CLI shows it escaped as one line
+        StringBuilder sb = new StringBuilder(message).append("; the run stopped between switches: ");
         for (int i = 0; i < changing.size(); i++) {
             Unit u = changing.get(i);
-            sb.append(String.format(Locale.ROOT, "%n  %s: %s", u.name(), i < switched
-                    ? "NEW (repaired; the old one is kept as " + backups.get(i) + ")"
-                    : "OLD (unchanged)"));
+            sb.append(u.name()).append(i < switched ? ": NEW (repaired; the old one is kept as " + backups.get(i) + "); "
+                    : ": OLD (unchanged); ");
         }
         for (Unit u : units) {
-            if (!changing.contains(u)) sb.append(String.format(Locale.ROOT, "%n  %s: skipped, nothing to change", u.name()));
+            if (!changing.contains(u)) sb.append(u.name()).append(": skipped, nothing to change; ");
         }
-        sb.append(String.format(Locale.ROOT, "%nRun the same command again: it skips the files already repaired."));
+        sb.append("run the same command again: it skips the files already repaired");
         return new CheckpointSurgeonException(code, sb.toString(), e);
     }
 
@@ -220,9 +240,115 @@ final class Commit {
     }
 
     private static void step(ProgressListener.CommitStep step, int index, Unit unit) throws CheckpointSurgeonException {
+        step(step, index, unit, true);
+    }
+
+    /** Starts a step; {@code safePoint}: a stop asked for by the shutdown hook is honoured here. */
+    private static void step(ProgressListener.CommitStep step, int index, Unit unit, boolean safePoint)
+            throws CheckpointSurgeonException {
+        if (safePoint) checkStop();
         CheckpointSurgeon.progressListener().commitStep(step, unit.name());
         StepHook hook = testHook;
         if (hook != null) hook.before(step, index, unit.name());
+        if (safePoint) checkStop();
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Shutdown: SIGTERM, SIGHUP and SIGINT take the path of an error.
+
+    /** Set by the shutdown hook: every run stops at its next safe point. */
+    private static volatile boolean stopping;
+    /** The runs in progress in this JVM (guarded by itself). */
+    private static final List<Run> RUNS = new ArrayList<>();
+    private static boolean hookInstalled;
+
+    /** Whether the JVM is shutting down and runs are asked to stop (for the fault-injection seam's stalls). */
+    static boolean stopping() {
+        return stopping;
+    }
+
+    /**
+     * Throws {@code INTERRUPTED} when the JVM is shutting down. Called at the safe points of a run:
+     * before each step, and between the files a step places; never once a switch has begun.
+     */
+    static void checkStop() throws CheckpointSurgeonException {
+        if (stopping) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INTERRUPTED, "interrupted (the JVM is"
+                    + " shutting down)");
+        }
+    }
+
+    private static CheckpointSurgeonException interrupted(Throwable e) {
+        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.INTERRUPTED, "interrupted, nothing was"
+                + " changed: the files this run created were removed", e);
+    }
+
+    /** One run of the sequence, as the shutdown hook sees it. */
+    private static final class Run {
+        /** The listener of the run's start: the hook reports there. */
+        final ProgressListener listener = CheckpointSurgeon.progressListener();
+        /** The units switched, each with its backup. */
+        final List<String> switched = new java.util.concurrent.CopyOnWriteArrayList<>();
+        private boolean done;
+
+        /** Registers a run; one that would start while the JVM shuts down is refused before it does anything. */
+        static Run start() throws CheckpointSurgeonException {
+            Run r = new Run();
+            synchronized (RUNS) {
+                checkStop();
+                if (!hookInstalled) {
+                    try {
+                        Runtime.getRuntime().addShutdownHook(new Thread(Commit::shutdown, "checkpoint-surgeon-shutdown"));
+                    } catch (IllegalStateException shuttingDown) {
+                        throw interrupted(shuttingDown);
+                    }
+                    hookInstalled = true;
+                }
+                RUNS.add(r);
+            }
+            return r;
+        }
+
+        /** Called by the run's thread once everything is undone (or switched): the hook may report now. */
+        void finish() {
+            synchronized (RUNS) {
+                RUNS.remove(this);
+            }
+            synchronized (this) {
+                done = true;
+                notifyAll();
+            }
+        }
+
+        /** What the hook reports for this run once it is done. */
+        synchronized String await() throws InterruptedException {
+            while (!done) wait();
+            // before the first switch, the run's undo removed what it created (an error or the stop)
+            return switched.isEmpty() ? "interrupted, nothing was changed"
+                    : "interrupted after the switch, which completed: " + String.join("; ", switched);
+        }
+    }
+
+    /**
+     * The shutdown hook: asks every run in progress to stop, waits until each has removed what it
+     * created (or finished its switches), and reports each one to the listener it started with.
+     */
+    private static void shutdown() {
+        List<Run> runs;
+        synchronized (RUNS) {
+            stopping = true;
+            runs = new ArrayList<>(RUNS);
+        }
+        for (Run r : runs) {
+            try {
+                r.listener.message(r.await());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (RuntimeException e) {
+                // a listener that fails must not keep the JVM from exiting
+            }
+        }
     }
 
     /** Undo actions, run in reverse order of registration. */
@@ -318,11 +444,23 @@ final class Commit {
     static void replace(Path tmp, Path live) throws CheckpointSurgeonException {
         try {
             Files.move(tmp, live, StandardCopyOption.ATOMIC_MOVE);
-            syncDir(live.getParent());
         } catch (AtomicMoveNotSupportedException e) {
             throw io("the file system of " + live + " cannot rename atomically", e);
         } catch (IOException e) {
             throw io("switching " + tmp + " to " + live, e);
+        }
+        syncAfterSwitch(live.getParent());
+    }
+
+    /**
+     * Syncs a directory once the switch is done. A failure is a warning, not an error: the new file
+     * is live, and an error would undo the files it references.
+     */
+    static void syncAfterSwitch(Path dir) {
+        try {
+            syncDir(dir);
+        } catch (CheckpointSurgeonException e) {
+            CheckpointSurgeon.progressListener().message("warning: the switch is done, but " + e.getMessage());
         }
     }
 
@@ -333,6 +471,24 @@ final class Commit {
                 : e instanceof NoSuchFileException ? "no such file: " + e.getMessage()
                 : String.valueOf(e);
         return new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, what + ": " + why, e);
+    }
+
+    /**
+     * Refuses an output directory that is the checkpoint's directory {@code input}, lies under it
+     * ({@code inside}) or holds it ({@code holds}), before anything is written: Flink deletes a
+     * checkpoint's directory with everything in it when it subsumes or discards the checkpoint,
+     * and a repair written there would go with it.
+     */
+    static void refuseNested(String output, String input, boolean inside, boolean holds) throws CheckpointSurgeonException {
+        String why = inside && holds ? "is the checkpoint itself; use --in-place to repair it where it is"
+                : inside ? "lies inside the checkpoint's directory " + input + ", which Flink deletes with everything in"
+                        + " it when the checkpoint is subsumed or discarded; give a directory outside it"
+                : holds ? "holds the checkpoint's directory " + input + "; give a new directory outside it"
+                : null;
+        if (why != null) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "the output " + output + " "
+                    + why);
+        }
     }
 
     /** Referencing unchanged files is for a new output only: in place they are where they are. */

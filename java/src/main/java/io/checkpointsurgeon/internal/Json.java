@@ -97,6 +97,15 @@ public final class Json {
         sb.append("  ".repeat(indent));
     }
 
+    /**
+     * JSON requires C0 escaped; DEL, C1 and the bidirectional formatting and line separator
+     * characters are escaped too, so that JSON read on a terminal carries no control character.
+     */
+    private static boolean escaped(char c) {
+        return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f
+                || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+    }
+
     private static void string(StringBuilder sb, String s) {
         sb.append('"');
         for (int i = 0; i < s.length(); i++) {
@@ -106,7 +115,7 @@ public final class Json {
             else if (c == '\n') sb.append("\\n");
             else if (c == '\r') sb.append("\\r");
             else if (c == '\t') sb.append("\\t");
-            else if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
+            else if (escaped(c)) sb.append(String.format("\\u%04x", (int) c));
             else sb.append(c);
         }
         sb.append('"');

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.internal;
 
+import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
@@ -75,8 +76,10 @@ final class LocalRepair implements Commit.Unit {
             }
             target = dir;
             locks.lock(dir);
+            mentionLeftovers();
             return;
         }
+        mentionLeftovers();
         boolean created = !Files.exists(output, LinkOption.NOFOLLOW_LINKS);
         target = createOutput();
         locks.lock(target);
@@ -87,11 +90,30 @@ final class LocalRepair implements Commit.Unit {
         try (Stream<Path> s = Files.list(target)) {
             List<Path> there = s.limit(1).collect(java.util.stream.Collectors.toList());
             if (!there.isEmpty()) {
+                boolean killed = !Files.exists(target.resolve("_metadata")) && !Leftovers.find(target).isEmpty();
                 throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "output directory " + target + " is not"
-                        + " empty (it holds " + there.get(0).getFileName() + "); choose a new directory");
+                        + " empty (it holds " + there.get(0).getFileName() + "); choose a new directory" + (killed
+                        ? " (it holds no _metadata but a staged one: the output of a repair that was killed before"
+                                + " its switch, which can be removed)" : ""));
             }
         } catch (IOException e) {
             throw Commit.io("listing " + target, e);
+        }
+    }
+
+    /** Says so when the checkpoint's directory holds what a killed repair left ({@link Leftovers}). */
+    private void mentionLeftovers() {
+        List<Path> found;
+        try {
+            found = Leftovers.find(dir);
+        } catch (CheckpointSurgeonException e) {
+            return;
+        }
+        if (!found.isEmpty()) {
+            CheckpointSurgeon.progressListener().message("note: " + dir + " holds " + found.size() + " file(s) that a"
+                    + " checkpoint-surgeon repair killed before its switch left (" + found.get(0).getFileName()
+                    + (found.size() > 1 ? ", ..." : "") + "); this run leaves them, `checkpoint-surgeon clean-leftovers "
+                    + dir + " --apply` deletes them");
         }
     }
 
@@ -130,6 +152,7 @@ final class LocalRepair implements Commit.Unit {
                     + (Files.exists(output) ? "" : "dangling ") + "symbolic link (to " + to + "); give a new"
                     + " directory, not a link");
         }
+        refuseNested(realPath(output));
         try {
             if (!Files.exists(output, LinkOption.NOFOLLOW_LINKS)) {
                 Path parent = output.getParent();
@@ -145,13 +168,28 @@ final class LocalRepair implements Commit.Unit {
                         + " not a directory; give a new directory");
             }
             Path real = output.toRealPath();
-            if (real.equals(dir)) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "the output " + output + " is the"
-                        + " checkpoint itself; use --in-place to repair it where it is");
-            }
+            refuseNested(real); // again once created: a link may have been swapped in meanwhile
             return real;
         } catch (IOException e) {
             throw Commit.io("creating the output directory " + output, e);
+        }
+    }
+
+    /** {@link Commit#refuseNested} for the output, {@code real} with its links and {@code ..} resolved. */
+    private void refuseNested(Path real) throws CheckpointSurgeonException {
+        Commit.refuseNested(output + (real.equals(output) ? "" : " (" + real + ")"), dir.toString(), real.startsWith(dir),
+                dir.startsWith(real));
+    }
+
+    /** {@code p} with the links of its longest existing prefix resolved, the rest appended as it is. */
+    private static Path realPath(Path p) throws CheckpointSurgeonException {
+        Path existing = p;
+        while (existing != null && !Files.exists(existing)) existing = existing.getParent();
+        if (existing == null) return p;
+        try {
+            return existing.toRealPath().resolve(existing.relativize(p));
+        } catch (IOException e) {
+            throw Commit.io(p.toString(), e);
         }
     }
 
@@ -179,6 +217,7 @@ final class LocalRepair implements Commit.Unit {
     public void place(Commit.Undo undo) throws CheckpointSurgeonException {
         if (output == null) return;
         for (String name : staged.unchanged) {
+            Commit.checkStop();
             Path from = dir.resolve(name);
             Path to = target.resolve(name);
             try {
@@ -218,11 +257,17 @@ final class LocalRepair implements Commit.Unit {
             Path live = target.resolve("_metadata");
             try {
                 Files.createLink(live, tmp);
-                Files.delete(tmp);
             } catch (IOException e) {
                 throw Commit.io("publishing " + live, e);
             }
-            Commit.syncDir(target);
+            // switched: what follows must not fail the run (its undo would remove what _metadata references)
+            try {
+                Files.delete(tmp);
+            } catch (IOException e) {
+                CheckpointSurgeon.progressListener().message("warning: " + live + " is written, but its staged twin "
+                        + tmp + " could not be removed: " + e);
+            }
+            Commit.syncAfterSwitch(target);
         }
     }
 

@@ -2,8 +2,14 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
+import io.checkpointsurgeon.ProgressListener;
 import io.checkpointsurgeon.SurgeryPlan;
+import io.checkpointsurgeon.flink.FlinkFileSystems;
+import io.checkpointsurgeon.flink.RangedReads;
+import io.checkpointsurgeon.flink.RemoteCheckpoint;
 import io.checkpointsurgeon.flink.StateFile;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -32,6 +38,42 @@ public final class Native {
     static InspectReport inspect(byte[] source) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.report(NativeBridge.inspect(source));
+    }
+
+    /**
+     * Requests at once to a remote file system while keyed state is read: each reads an SST
+     * file's tail or streams one canonical or heap stream.
+     */
+    static final int REMOTE_THREADS = 8;
+
+    /** The keyed-state report of a local checkpoint, read with one thread per core. */
+    public static KeyedReport inspectKeyed(Path checkpoint, ProgressListener progress) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return Wire.keyedReport(NativeBridge.inspectKeyed(Wire.source(checkpoint), null, new KeyedReads(null, progress),
+                Runtime.getRuntime().availableProcessors()));
+    }
+
+    /**
+     * The keyed-state report of a checkpoint on a Flink path: {@code _metadata} is read whole,
+     * every other file in ranges through Flink's FileSystem, {@value #REMOTE_THREADS} at a time.
+     */
+    public static KeyedReport inspectKeyedRemote(String path, ProgressListener progress)
+            throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        String[] loc = RemoteCheckpoint.locate(path);
+        byte[] metadata;
+        try {
+            metadata = FlinkFileSystems.readAll(loc[1]);
+        } catch (IOException e) {
+            throw RemoteCheckpoint.io(loc[1], e);
+        }
+        try (RangedReads files = new RangedReads()) {
+            KeyedReport r = Wire.keyedReport(NativeBridge.inspectKeyed(source(metadata, loc[1], null), loc[0],
+                    new KeyedReads(files, progress), REMOTE_THREADS));
+            progress.message(String.format(java.util.Locale.ROOT, "keyed state of %s: %s fetched in %,d ranged reads",
+                    loc[0], InspectReport.formatBytes(files.bytesRead()), files.requests()));
+            return r;
+        }
     }
 
     /** The files the state of a local checkpoint lives in. */

@@ -48,6 +48,16 @@ final class NativeBridge {
     /** The files the checkpoint's state lives in. */
     static native byte[] stateFiles(byte[] source) throws CheckpointSurgeonException;
 
+    /**
+     * The keyed-state report ({@link Wire#keyedReport}) of a checkpoint read with {@code threads}
+     * threads. Without {@code remoteDir}, {@code source} names a local checkpoint (or its
+     * {@code _metadata} bytes with local files) that the native code reads; with it, {@code source}
+     * holds the {@code _metadata} bytes of that remote directory, whose files the native code reads
+     * in ranges through {@code reads}. {@code reads} hears the progress (it may be null locally).
+     */
+    static native byte[] inspectKeyed(byte[] source, String remoteDir, KeyedReads reads, int threads)
+            throws CheckpointSurgeonException;
+
     static native String describe(byte[] metadata) throws CheckpointSurgeonException;
 
     /** The path as relocate rewrites it from {@code from} to {@code to}; null when it is not under {@code from}. */

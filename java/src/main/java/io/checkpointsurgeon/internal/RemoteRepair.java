@@ -127,9 +127,14 @@ final class RemoteRepair {
         public void lock(Commit.Locks locks, Commit.Undo undo) throws CheckpointSurgeonException {
             // A local output directory (the remote checkpoint repaired into a local copy) is
             // written through Flink's local file system, named by its absolute file: path.
-            target = inPlace ? RemoteCheckpoint.locate(path)[0]
+            String input = RemoteCheckpoint.locate(path)[0];
+            target = inPlace ? input
                     : FlinkFileSystems.isRemote(outputDir) ? RemoteCheckpoint.trimSlashes(outputDir)
                     : "file:" + FlinkFileSystems.localPath(outputDir).toAbsolutePath().normalize();
+            if (!inPlace) {
+                Commit.refuseNested(target, input, FlinkFileSystems.within(target, input),
+                        FlinkFileSystems.within(input, target));
+            }
             String lock = target + "/" + RemoteCheckpoint.LOCK_NAME;
             try {
                 if (!inPlace) RemoteCheckpoint.checkEmptyTarget(target);
@@ -183,7 +188,10 @@ final class RemoteRepair {
                 String remote = target + "/" + local.getFileName();
                 written.add(remote);
                 undo.add(() -> FlinkFileSystems.delete(remote));
-                uploads.add(() -> FlinkFileSystems.upload(local, remote, false, progress));
+                uploads.add(() -> {
+                    stopPoint();
+                    FlinkFileSystems.upload(local, remote, false, progress);
+                });
             }
             if (!inPlace) {
                 for (String name : staged.unchanged) {
@@ -197,10 +205,16 @@ final class RemoteRepair {
                     undo.add(() -> FlinkFileSystems.delete(to));
                     Path mirrored = rc.mirrorDir.resolve(name);
                     if (rc.mirroredRelative.contains(name) && Files.isRegularFile(mirrored)) {
-                        uploads.add(() -> FlinkFileSystems.upload(mirrored, to, false, progress));
+                        uploads.add(() -> {
+                            stopPoint();
+                            FlinkFileSystems.upload(mirrored, to, false, progress);
+                        });
                     } else {
                         String from = rc.dir + "/" + name;
-                        uploads.add(() -> FlinkFileSystems.copy(from, to, false, progress));
+                        uploads.add(() -> {
+                            stopPoint();
+                            FlinkFileSystems.copy(from, to, false, progress);
+                        });
                     }
                 }
             }
@@ -214,6 +228,11 @@ final class RemoteRepair {
                 progress.message(String.format(Locale.ROOT, "wrote %d state files to %s in %.1f s", uploads.size(),
                         target, (System.nanoTime() - t0) / 1e9));
             }
+        }
+
+        /** A safe point between the transfers of the place step (on the transfer threads). */
+        private static void stopPoint() throws IOException {
+            if (Commit.stopping()) throw new IOException("interrupted (the JVM is shutting down)");
         }
 
         @Override

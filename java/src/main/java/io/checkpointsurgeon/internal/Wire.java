@@ -2,6 +2,7 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.StateFile;
@@ -24,9 +25,9 @@ import java.util.function.Function;
  * every field of a payload the Rust side built from known values ({@code native/src/wire/samples.rs}).
  */
 final class Wire {
-    static final short VERSION = 3;
+    static final short VERSION = 4;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
-            REPORT = magic("CSRE"), STATE_FILES = magic("CSSF");
+            REPORT = magic("CSRE"), STATE_FILES = magic("CSSF"), KEYED_REPORT = magic("CSKR");
 
     private Wire() {}
 
@@ -110,9 +111,11 @@ final class Wire {
                 if (newUid != null) {
                     o.u8(0);
                     o.str(newUid);
-                } else {
+                } else if (newOperatorId != null) {
                     o.u8(1);
                     o.blob(hexBytes(newOperatorId));
+                } else {
+                    o.u8(2); // the same id and uid, a new name
                 }
                 o.optStr(newName);
             }
@@ -351,11 +354,12 @@ final class Wire {
         long elements = r.i64();
         long bytes = r.i64();
         String serializer = r.str();
+        String elementType = r.str();
         long distinctElements = r.i64();
         long digest = r.i64();
         List<InspectReport.KafkaOffset> kafkaOffsets = r.list(32, Wire::kafkaOffset);
-        return new InspectReport.StateInfo(name, mode, elements, bytes, serializer, distinctElements, digest,
-                kafkaOffsets);
+        return new InspectReport.StateInfo(name, mode, elements, bytes, serializer, elementType, distinctElements,
+                digest, kafkaOffsets);
     }
 
     /** An offset of a Kafka state and how many elements hold it. */
@@ -395,6 +399,123 @@ final class Wire {
         long size = kind == StateFile.Kind.SEGMENT ? r.i64() : 0;
         String path = r.str();
         return new StateFile(operatorState, kind, path, start, size);
+    }
+
+    static KeyedReport keyedReport(byte[] payload) throws CheckpointSurgeonException {
+        Reader r = new Reader(payload, KEYED_REPORT, "keyed report");
+        try {
+            String source = r.str();
+            List<KeyedReport.Operator> operators = r.list(22, Wire::keyedOperator);
+            r.end();
+            return new KeyedReport(source, operators);
+        } catch (BufferUnderflowException | IllegalArgumentException e) {
+            throw r.malformed(e);
+        }
+    }
+
+    private static KeyedReport.Operator keyedOperator(Reader r) {
+        String id = r.str();
+        String name = r.optStr();
+        String uid = r.optStr();
+        int parallelism = r.i32();
+        int maxParallelism = r.i32();
+        List<KeyedReport.State> states = r.list(40, Wire::keyedState);
+        List<KeyedReport.Handle> handles = r.list(52, Wire::keyedHandle);
+        return new KeyedReport.Operator(id, name == null ? "" : name, uid == null ? "" : uid, parallelism,
+                maxParallelism, states, handles);
+    }
+
+    private static KeyedReport.State keyedState(Reader r) {
+        String name = r.str();
+        KeyedReport.BackendStateType backendStateType = KeyedReport.BackendStateType.valueOf(r.str());
+        String type = r.optStr();
+        KeyedReport.StateType stateType = type == null ? null : KeyedReport.StateType.of(type);
+        List<KeyedReport.Serializer> serializers = r.list(18, Wire::serializer);
+        boolean ttl = r.bool();
+        KeyedReport.Count total = count(r);
+        List<KeyedReport.SubtaskCount> subtasks = r.list(29, Wire::subtaskCount);
+        List<KeyedReport.SnapshotFormat> formats = r.list(1, Wire::snapshotFormat);
+        KeyedReport.RocksDbFigures rocksDb = null;
+        if (r.bool()) {
+            long files = r.i64();
+            long deletedKeys = r.i64();
+            long mergeOperands = r.i64();
+            long rangeDeletions = r.i64();
+            long dataSize = r.i64();
+            rocksDb = new KeyedReport.RocksDbFigures(files, deletedKeys, mergeOperands, rangeDeletions, dataSize);
+        }
+        return new KeyedReport.State(name, backendStateType, stateType, serializers, ttl, total, subtasks, formats,
+                rocksDb);
+    }
+
+    private static KeyedReport.Serializer serializer(Reader r) {
+        String role = r.str();
+        KeyedReport.SerializerSnapshot snapshot = snapshot(r, 0);
+        return new KeyedReport.Serializer(role, snapshot);
+    }
+
+    /** Nested snapshots deeper than this are no serializer Flink writes (as in wire.rs). */
+    private static final int MAX_SNAPSHOT_DEPTH = 64;
+
+    private static KeyedReport.SerializerSnapshot snapshot(Reader r, int depth) {
+        if (depth > MAX_SNAPSHOT_DEPTH) {
+            throw new IllegalArgumentException("snapshots nested at most " + MAX_SNAPSHOT_DEPTH + " deep");
+        }
+        String snapshotClass = r.str();
+        int version = r.i32();
+        String serializerClass = r.optStr();
+        List<String> classes = r.strs();
+        List<KeyedReport.SerializerSnapshot> nested = r.list(14, x -> snapshot(x, depth + 1));
+        boolean layoutKnown = r.bool();
+        return new KeyedReport.SerializerSnapshot(snapshotClass, version, serializerClass, classes, nested,
+                layoutKnown);
+    }
+
+    private static KeyedReport.Count count(Reader r) {
+        long entries = r.i64();
+        long rawBytes = r.i64();
+        long storedBytes = r.i64();
+        boolean complete = r.bool();
+        return new KeyedReport.Count(entries, rawBytes, storedBytes, complete);
+    }
+
+    private static KeyedReport.SubtaskCount subtaskCount(Reader r) {
+        int subtask = r.i32();
+        KeyedReport.Count count = count(r);
+        return new KeyedReport.SubtaskCount(subtask, count);
+    }
+
+    /** The formats in wire.rs's `SnapshotFormat::ALL` order. */
+    private static KeyedReport.SnapshotFormat snapshotFormat(Reader r) {
+        int tag = r.u8();
+        KeyedReport.SnapshotFormat[] all = KeyedReport.SnapshotFormat.values();
+        if (tag >= all.length) throw new IllegalArgumentException("snapshot format tag 0 to 3, found " + tag);
+        return all[tag];
+    }
+
+    private static KeyedReport.Handle keyedHandle(Reader r) {
+        int subtask = r.i32();
+        boolean raw = r.bool();
+        String kind = r.str();
+        KeyedReport.SnapshotFormat format = r.bool() ? snapshotFormat(r) : null;
+        int firstKeyGroup = r.i32();
+        int keyGroups = r.i32();
+        long totalBytes = r.i64();
+        long headerBytes = r.i64();
+        long overheadBytes = r.i64();
+        long unattributedBytes = r.i64();
+        boolean storedApportioned = r.bool();
+        List<KeyedReport.Note> notes = r.list(16, Wire::note);
+        String error = r.optStr();
+        return new KeyedReport.Handle(subtask, raw, kind, format, firstKeyGroup, keyGroups, totalBytes, headerBytes,
+                overheadBytes, unattributedBytes, storedApportioned, notes, error);
+    }
+
+    private static KeyedReport.Note note(Reader r) {
+        String file = r.str();
+        long offset = r.i64();
+        String message = r.str();
+        return new KeyedReport.Note(file, offset, message);
     }
 
     // ---- encoding
@@ -535,6 +656,10 @@ final class Wire {
             String s = decodeModifiedUtf8(in.array(), in.position(), n);
             in.position(in.position() + n);
             return s;
+        }
+
+        String optStr() {
+            return bool() ? str() : null;
         }
 
         byte[] blob() {

@@ -109,6 +109,26 @@ public class WatchTest {
                 .filter(t -> t.name().equals("topic-partition-offset-states")).mapToLong(InspectReport.StateTotal::elements).sum();
     }
 
+    /** Two checkpoints of one job, two restores apart: the watch raises the growth, and only for the stale state. */
+    @Test
+    public void aUnionMultipliedBetweenTwoCheckpointsIsAFinding() throws Exception {
+        Path base = tmp.newFolder("growth").toPath();
+        Path job = base.resolve("job");
+        Files.createDirectories(job.resolve("chk-1"));
+        Files.copy(fixture("1.20.3", "union-growth-p4-r1"), job.resolve("chk-1").resolve("_metadata"));
+        StringWriter log = new StringWriter();
+        try (Watch w = new Watch(null, base, null, 1000, new PrintWriter(log, true))) {
+            w.poll();
+            assertEquals(-1, metric(w.metrics(), "checkpoint_surgeon_finding", "code=\"UNION_STATE_GROWS_BY_PARALLELISM\""));
+            Files.createDirectories(job.resolve("chk-3"));
+            Files.copy(fixture("1.20.3", "union-growth-p4-r3"), job.resolve("chk-3").resolve("_metadata"));
+            w.poll();
+            String m = w.metrics();
+            assertEquals(m, 1, metric(m, "checkpoint_surgeon_finding", "code=\"UNION_STATE_GROWS_BY_PARALLELISM\""));
+            assertTrue(log.toString(), log.toString().contains("UNION_STATE_GROWS_BY_PARALLELISM"));
+        }
+    }
+
     @Test
     public void theEndpointServesTheTextFormatAndSurvivesASilentClient() throws Exception {
         Path base = tmp.newFolder("odd").toPath();
@@ -141,6 +161,101 @@ public class WatchTest {
                 assertEquals(404, other.getResponseCode());
             }
         }
+    }
+
+    /**
+     * The CLI's metrics server listens on the loopback address unless --metrics-host says otherwise
+     * (the kernel's table of listening sockets says where), answers HEAD with the headers of GET and
+     * no body, and every other method with 405 and the methods it allows.
+     */
+    @Test
+    public void theMetricsListenOnLoopbackByDefaultAndAnswerOnlyGetAndHead() throws Exception {
+        Path base = tmp.newFolder("bind").toPath();
+        Files.createDirectories(base.resolve("job").resolve("chk-3"));
+        Files.copy(fixture("1.20.3", "stale-union"), base.resolve("job").resolve("chk-3").resolve("_metadata"));
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", jar,
+                "watch", "--dir", base.toString(), "--metrics-port", "0", "--interval", "60").redirectErrorStream(true).start();
+        try {
+            java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(),
+                    StandardCharsets.UTF_8));
+            String line = r.readLine();
+            java.util.regex.Matcher m = Pattern.compile("metrics at http://127\\.0\\.0\\.1:(\\d+)/metrics").matcher(String.valueOf(line));
+            assertTrue(line, m.matches());
+            int port = Integer.parseInt(m.group(1));
+            List<String> listening = listeningAddresses(port);
+            assertTrue("a listening socket on port " + port, !listening.isEmpty());
+            for (String a : listening) {
+                // 127.0.0.1 in the kernel's byte order, as IPv4 or IPv4-mapped IPv6
+                assertTrue(listening.toString(), a.equals("0100007F") || a.equals("0000000000000000FFFF00000100007F"));
+            }
+            for (java.net.NetworkInterface ni : java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces())) {
+                for (java.net.InetAddress a : java.util.Collections.list(ni.getInetAddresses())) {
+                    if (a.isLoopbackAddress() || !(a instanceof java.net.Inet4Address)) continue;
+                    try (Socket s = new Socket()) {
+                        s.connect(new java.net.InetSocketAddress(a, port), 2000);
+                        throw new AssertionError("the metrics answer on " + a);
+                    } catch (java.net.ConnectException expected) {
+                        // refused: nothing listens there
+                    }
+                }
+            }
+            String get = http(port, "GET /metrics");
+            for (long end = System.nanoTime() + 30_000_000_000L; !get.contains("checkpoint_surgeon_last_checkpoint_id")
+                    && System.nanoTime() < end; get = http(port, "GET /metrics")) {
+                Thread.sleep(50); // the first poll is still running
+            }
+            assertTrue(get, get.startsWith("HTTP/1.1 200 OK\r\n") && get.contains("checkpoint_surgeon_last_checkpoint_id"));
+            String head = http(port, "HEAD /metrics");
+            String headers = get.substring(0, get.indexOf("\r\n\r\n") + 4);
+            assertEquals("HEAD: the headers of GET, no body", headers.replaceAll("Content-Length: \\d+", "Content-Length: N"),
+                    head.replaceAll("Content-Length: \\d+", "Content-Length: N"));
+            assertTrue(head, head.matches("(?s).*Content-Length: [1-9][0-9]*\r\n.*"));
+            for (String method : new String[] {"POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"}) {
+                String answer = http(port, method + " /metrics");
+                assertTrue(answer, answer.startsWith("HTTP/1.1 405 Method Not Allowed\r\n"));
+                assertTrue(answer, answer.contains("\r\nAllow: GET, HEAD\r\n"));
+                assertTrue(answer, !answer.contains("checkpoint_surgeon_"));
+            }
+            assertTrue(http(port, "GET /other").startsWith("HTTP/1.1 404 Not Found\r\n"));
+        } finally {
+            p.destroy();
+            p.waitFor();
+        }
+    }
+
+    /**
+     * Label values as the exposition format escapes them (backslash, quote, line feed); a control
+     * character it has no escape for (ESC, C1, bidirectional overrides) becomes text, never raw.
+     */
+    @Test
+    public void labelValuesCarryNoRawControlCharacter() {
+        assertEquals("q\\\"b\\\\n\\nt\tx\\\\u001b[2J\\\\u0007\\\\u009b\\\\u202e",
+                PrometheusMetrics.label("q\"b\\n\nt\tx\u001b[2J\u0007\u009b\u202e"));
+    }
+
+    /** One request, as bytes on a socket; the whole answer. */
+    private static String http(int port, String requestLine) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            s.setSoTimeout(10_000);
+            s.getOutputStream().write((requestLine + " HTTP/1.1\r\nHost: localhost\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+            return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    /** The local addresses (hex, as /proc/net/tcp* shows them) of the sockets listening on {@code port}. */
+    private static List<String> listeningAddresses(int port) throws IOException {
+        List<String> out = new java.util.ArrayList<>();
+        for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+            if (!Files.exists(Path.of(table))) continue;
+            List<String> lines = Files.readAllLines(Path.of(table));
+            for (String line : lines.subList(1, lines.size())) {
+                String[] f = line.trim().split("\\s+");
+                String[] local = f[1].split(":");
+                if (f[3].equals("0A") && Integer.parseInt(local[1], 16) == port) out.add(local[0]);
+            }
+        }
+        return out;
     }
 
     @Test

@@ -6,6 +6,7 @@ import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertNull;
 
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.StateFile;
@@ -82,6 +83,7 @@ public class WireSamplesTest {
         assertEquals(prefix + " elements", base + 4, st.elements());
         assertEquals(prefix + " bytes", base + 5, st.bytes());
         assertEquals(prefix + ".state.serializer", st.serializer());
+        assertEquals(prefix + ".state.elementType", st.elementType());
         assertEquals(prefix + " distinctElements", base + 6, st.distinctElements());
         assertEquals(prefix + " digest", base + 7, st.digest());
         assertEquals(List.of(kafkaOffset(prefix + ".state.kafka", (int) base + 8, 9000 + base)), st.kafkaOffsets());
@@ -140,6 +142,54 @@ public class WireSamplesTest {
     }
 
     @Test
+    public void keyedReportFields() throws Exception {
+        NativeBridge.ensureLoaded();
+        KeyedReport r = Wire.keyedReport(NativeBridge.wireSample("keyed-report"));
+        assertEquals("keyed.source", r.source());
+        assertEquals(1, r.operators().size());
+        KeyedReport.Operator op = r.operators().get(0);
+        assertEquals("keyed.operatorId", op.id());
+        assertEquals("keyed.name", op.name());
+        assertEquals("keyed.uid", op.uid());
+        assertEquals("parallelism", 21, op.parallelism());
+        assertEquals("maxParallelism", 22, op.maxParallelism());
+        assertEquals(1, op.states().size());
+        KeyedReport.State st = op.states().get(0);
+        assertEquals("state.name", st.name());
+        assertEquals(KeyedReport.BackendStateType.PRIORITY_QUEUE, st.backendStateType());
+        // "state.type" is no type Flink has
+        assertEquals(KeyedReport.StateType.UNKNOWN, st.stateType());
+        assertEquals(1, st.serializers().size());
+        assertEquals("serializer.key", st.serializers().get(0).role());
+        KeyedReport.SerializerSnapshot inner = new KeyedReport.SerializerSnapshot("serializer.nested.snapshotClass", 24,
+                "serializer.nested.serializerClass", List.of("serializer.nested.class"), List.of(), false);
+        assertEquals(new KeyedReport.SerializerSnapshot("serializer.snapshotClass", 23, "serializer.serializerClass",
+                List.of("serializer.class"), List.of(inner), true), st.serializers().get(0).snapshot());
+        assertEquals("ttl", true, st.ttl());
+        assertEquals(new KeyedReport.Count(2001, 2002, 2003, false), st.total());
+        assertEquals(List.of(new KeyedReport.SubtaskCount(24, new KeyedReport.Count(2101, 2102, 2103, true))),
+                st.subtasks());
+        assertEquals(List.of(KeyedReport.SnapshotFormat.HEAP_CHECKPOINT, KeyedReport.SnapshotFormat.CHANGELOG),
+                st.formats());
+        assertEquals(new KeyedReport.RocksDbFigures(2201, 2202, 2203, 2204, 2205), st.rocksDb());
+        assertEquals(1, op.handles().size());
+        KeyedReport.Handle h = op.handles().get(0);
+        assertEquals("subtask", 25, h.subtask());
+        assertEquals("raw", true, h.raw());
+        assertEquals("handle.kind", h.kind());
+        assertEquals(KeyedReport.SnapshotFormat.ROCKSDB_FILES, h.format());
+        assertEquals("firstKeyGroup", 26, h.firstKeyGroup());
+        assertEquals("keyGroups", 27, h.keyGroups());
+        assertEquals("totalBytes", 2301, h.totalBytes());
+        assertEquals("headerBytes", 2302, h.headerBytes());
+        assertEquals("overheadBytes", 2303, h.overheadBytes());
+        assertEquals("unattributedBytes", 2304, h.unattributedBytes());
+        assertEquals("storedApportioned", true, h.storedApportioned());
+        assertEquals(List.of(new KeyedReport.Note("note.file", 2305, "note.message")), h.notes());
+        assertEquals("handle.error", h.error());
+    }
+
+    @Test
     public void requestFields() throws Exception {
         NativeBridge.ensureLoaded();
         Surgery s = Surgery.removeState(Surgery.OperatorSelector.uid("remove.uid"), "remove.state")
@@ -149,6 +199,7 @@ public class WireSamplesTest {
                 .andRenameOperator(Surgery.OperatorSelector.all(), null, "fefefefefefefefefefefefefefefefe", null)
                 .andRelocate("relocate.from", "relocate.to")
                 .andRelocate("relocateOutside.from", "relocateOutside.to")
+                .andRenameOperator(Surgery.OperatorSelector.name("renameName.name"), null, null, "renameName.toName")
                 .metadataOnly();
         assertAgrees("request", Wire.request(Request.of(s).referencing("request.referencedSource").withOutsideRelocated(1)));
         Surgery.OperatorSelector uid = Surgery.OperatorSelector.uid("kafka.uid");

@@ -1,0 +1,112 @@
+package io.checkpointsurgeon.internal;
+
+import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.flink.StateFile;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * What a repair killed with SIGKILL (no shutdown hook runs) leaves in a local checkpoint
+ * directory, found by this tool's own naming and nothing else: every staged
+ * {@code _metadata.tmp-<uuid>}, and every state file named by the native stage step
+ * ({@code commit::random_file_name}: a UUID of version 8 with the tag {@code 8c5}, which Flink's
+ * version-4 names never have) that such a staged file references and that neither
+ * {@code _metadata} nor a {@code _metadata.backup-*} references. The staged file is written
+ * before the state files it names, so each state file a killed stage wrote has one. A file of ours
+ * that only an HA file or another checkpoint references (an {@code ha repair}, a
+ * {@code --reference-unchanged} output) is never a leftover.
+ */
+public final class Leftovers {
+    /** A staged {@code _metadata}: the native stage's name, or the Flink-path unit's (a version 4 UUID). */
+    static final Pattern STAGED_METADATA = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
+    /** A state file the native stage named. */
+    static final Pattern STAGED_STATE_FILE = Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-8c5[0-9a-f]-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+
+    private Leftovers() {}
+
+    /** The leftovers in {@code dir}, sorted; nothing is written or locked. */
+    public static List<Path> find(Path dir) throws CheckpointSurgeonException {
+        List<Path> staged = new ArrayList<>();
+        List<Path> metadata = new ArrayList<>();
+        List<Path> ours = new ArrayList<>();
+        try (Stream<Path> s = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) s.sorted()::iterator) {
+                if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) continue;
+                String name = p.getFileName().toString();
+                if (STAGED_METADATA.matcher(name).matches()) staged.add(p);
+                else if (name.equals("_metadata") || name.startsWith("_metadata.backup-")) metadata.add(p);
+                else if (STAGED_STATE_FILE.matcher(name).matches()) ours.add(p);
+            }
+        } catch (IOException e) {
+            throw Commit.io("listing " + dir, e);
+        }
+        List<Path> out = new ArrayList<>(staged);
+        if (staged.isEmpty() || ours.isEmpty()) return out;
+        Set<String> named = new HashSet<>();
+        for (Path p : staged) {
+            try {
+                named.addAll(fileNames(p));
+            } catch (CheckpointSurgeonException e) {
+                // cut short by the kill: written before any state file, so it names none yet
+            }
+        }
+        Set<String> live = new HashSet<>();
+        for (Path p : metadata) {
+            try {
+                live.addAll(fileNames(p));
+            } catch (CheckpointSurgeonException e) {
+                throw new CheckpointSurgeonException(e.code(), p + " cannot be read, so the state files it references are"
+                        + " not known and none is taken for a leftover: " + e.getMessage(), e);
+            }
+        }
+        for (Path p : ours) {
+            String name = p.getFileName().toString();
+            if (named.contains(name) && !live.contains(name)) out.add(p);
+        }
+        out.sort(null);
+        return out;
+    }
+
+    /**
+     * Removes the leftovers of {@code dir} under the directory's commit lock (so no repair is
+     * running there), each reported to the progress listener as it goes; returns them.
+     */
+    public static List<Path> remove(Path dir) throws CheckpointSurgeonException {
+        Commit.Locks locks = new Commit.Locks();
+        try {
+            locks.lock(dir.toRealPath());
+            List<Path> found = find(dir);
+            List<Path> removed = new ArrayList<>();
+            for (Path p : found) {
+                Files.deleteIfExists(p);
+                removed.add(p);
+                CheckpointSurgeon.progressListener().message("deleted " + p);
+            }
+            if (!removed.isEmpty()) Commit.syncDir(dir);
+            return removed;
+        } catch (IOException e) {
+            throw Commit.io("removing the leftovers of " + dir, e);
+        } finally {
+            locks.close(null);
+        }
+    }
+
+    /** The file names (last path segment) of every state file a metadata file references. */
+    private static Set<String> fileNames(Path metadata) throws CheckpointSurgeonException {
+        Set<String> names = new HashSet<>();
+        for (StateFile f : Native.stateFiles(metadata)) {
+            String p = f.path();
+            names.add(p.substring(p.lastIndexOf('/') + 1));
+        }
+        return names;
+    }
+}
