@@ -180,7 +180,7 @@ fn other_versions_and_malformed_payloads_are_refused_with_code_wire() {
     let mut newer = good.clone();
     newer[5] = (wire::VERSION + 1) as u8; // the version's low byte
     let mut bad_tag = good.clone();
-    let last_op = 4 + 2 + 1 + 1 + 4; // magic, version, depth, reference (absent), count
+    let last_op = 4 + 2 + 1 + 1 + 5 + 4; // magic, version, depth, reference (absent), threads, count
     bad_tag[last_op] = 99;
     for (bytes, says) in [
         (
