@@ -383,7 +383,7 @@ public final class SurgeryPlan {
     }
 
     public long bytesRemoved() {
-        return changes.stream().mapToLong(Change::bytesRemoved).sum();
+        return changes.stream().mapToLong(c -> Math.max(0, c.bytesRemoved())).sum();
     }
 
     public String toJson() {
