@@ -50,6 +50,9 @@ import org.junit.Test;
  * Flink 1.20 only; 1.15 and 2.3 run the incident on a canonical savepoint.
  */
 public class KeyedSurgeryRestoreTest {
+    @org.junit.Rule
+    public final org.junit.rules.TemporaryFolder tmp = new org.junit.rules.TemporaryFolder();
+
     static final long N = 4_000;
     static final int KEYS = 8;
     static final long TIMER_BASE = 1_000_000;
@@ -92,7 +95,7 @@ public class KeyedSurgeryRestoreTest {
 
     @Test
     public void removingTheIncompatibleStateLetsV2RestoreWithEverythingElse() throws Exception {
-        Path work = Files.createTempDirectory("cs-keyed-incident");
+        Path work = tmp.newFolder("cs-keyed-incident").toPath();
         Path savepoint = v1(work, "v1", "hashmap", false, true);
         Throwable refused = run(work, "v2-refused", Version.V2, savepoint, 2, "hashmap");
         assertNotNull("v2 restores a's POJO as a Long", refused);
@@ -112,7 +115,7 @@ public class KeyedSurgeryRestoreTest {
     @Test
     public void compressedCanonicalSavepoint() throws Exception {
         Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
-        Path work = Files.createTempDirectory("cs-keyed-compressed");
+        Path work = tmp.newFolder("cs-keyed-compressed").toPath();
         Path savepoint = v1(work, "c1", "hashmap", true, true);
         Path removed = work.resolve("removed");
         SurgeryPlan p = CheckpointSurgeon.apply(savepoint, Surgery.removeKeyedState(Surgery.OperatorSelector.uid("k-fn"), "a")
@@ -126,7 +129,7 @@ public class KeyedSurgeryRestoreTest {
     @Test
     public void renamedStateIsReadUnderItsNewName() throws Exception {
         Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
-        Path work = Files.createTempDirectory("cs-keyed-rename");
+        Path work = tmp.newFolder("cs-keyed-rename").toPath();
         Path savepoint = v1(work, "r1", "hashmap", false, true);
         Path renamed = work.resolve("renamed");
         CliProcess.Result r = CliProcess.withFlink("rename-keyed-state", savepoint.toString(), "--state", "a", "--to",
@@ -146,7 +149,7 @@ public class KeyedSurgeryRestoreTest {
     @Test
     public void rocksDbIncrementalRestoresPlainAndRescaled() throws Exception {
         Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
-        Path work = Files.createTempDirectory("cs-keyed-rocksdb");
+        Path work = tmp.newFolder("cs-keyed-rocksdb").toPath();
         Path checkpoint = v1(work, "i1", "rocksdb", false, false);
         Path removed = work.resolve("removed");
         SurgeryPlan p = CheckpointSurgeon.apply(checkpoint, Surgery.removeKeyedState(Surgery.OperatorSelector.all(), "a"),
@@ -187,7 +190,7 @@ public class KeyedSurgeryRestoreTest {
     @Test
     public void aStateThatIsNotThereSelectsNothingAndTheLastStateMayGo() throws Exception {
         Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
-        Path work = Files.createTempDirectory("cs-keyed-edges");
+        Path work = tmp.newFolder("cs-keyed-edges").toPath();
         Path savepoint = v1(work, "e1", "hashmap", false, true);
         try {
             CheckpointSurgeon.plan(savepoint, Surgery.removeKeyedState(Surgery.OperatorSelector.all(), "nope"));
@@ -213,7 +216,7 @@ public class KeyedSurgeryRestoreTest {
     @Test
     public void twoRunsAtOnceOneIsLockedAndTheInputStays() throws Exception {
         Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
-        Path work = Files.createTempDirectory("cs-keyed-locked");
+        Path work = tmp.newFolder("cs-keyed-locked").toPath();
         Path savepoint = v1(work, "l1", "hashmap", false, true);
         Map<String, byte[]> before = contents(savepoint);
         CliProcess.Result[] results = new CliProcess.Result[2];
