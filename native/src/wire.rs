@@ -641,6 +641,23 @@ fn keyed_bytes(
     }
 }
 
+/// The entries and bytes a removal from a key-groups file took out, counted when the file was
+/// rewritten: for a change whose figures the plan left open (-1), the only change naming the file.
+fn counted_when_staged(plan: &Plan, st: &Staged, c: &crate::surgery::Change) -> Option<(i64, i64)> {
+    if c.elements_before >= 0 {
+        return None;
+    }
+    let k = st
+        .keyed
+        .iter()
+        .find(|k| c.detail.contains(k.file.as_str()))?;
+    let naming = plan
+        .changes
+        .iter()
+        .filter(|o| o.detail.contains(k.file.as_str()));
+    (naming.count() == 1).then_some((k.entries_removed as i64, k.raw_bytes_removed as i64))
+}
+
 impl PlanSummary {
     pub fn of(cp: &dyn StreamSource, plan: &Plan, staged: Option<&Staged>) -> PlanSummary {
         PlanSummary {
@@ -651,15 +668,18 @@ impl PlanSummary {
             changes: plan
                 .changes
                 .iter()
-                .map(|c| ChangeSummary {
-                    operator: c.operator.clone(),
-                    subtask: c.subtask,
-                    state: c.state.clone(),
-                    action: c.action.to_string(),
-                    elements_before: c.elements_before,
-                    elements_after: c.elements_after,
-                    bytes_removed: c.bytes_removed,
-                    detail: c.detail.clone(),
+                .map(|c| {
+                    let counted = staged.and_then(|st| counted_when_staged(plan, st, c));
+                    ChangeSummary {
+                        operator: c.operator.clone(),
+                        subtask: c.subtask,
+                        state: c.state.clone(),
+                        action: c.action.to_string(),
+                        elements_before: counted.map_or(c.elements_before, |k| k.0),
+                        elements_after: c.elements_after,
+                        bytes_removed: counted.map_or(c.bytes_removed, |k| k.1),
+                        detail: c.detail.clone(),
+                    }
                 })
                 .collect(),
             new_streams: plan

@@ -438,6 +438,16 @@ fn the_staged_figures_count_the_removed_entries() {
         assert!(rows
             .iter()
             .all(|c| c.action == "remove-keyed-state" && c.elements_before == -1));
+        // what crosses to Java once staged: each row with its handle's counted figures
+        let summary = checkpoint_surgeon::wire::PlanSummary::of(&cp, &a.plan, Some(&a.staged));
+        let rows: Vec<_> = summary
+            .changes
+            .iter()
+            .filter(|c| c.state == "map-state")
+            .collect();
+        let entries: i64 = rows.iter().map(|c| c.elements_before).sum();
+        let bytes: i64 = rows.iter().map(|c| c.bytes_removed).sum();
+        assert_eq!((entries as u64, bytes as u64), (removed, raw), "{version}");
     }
 }
 
