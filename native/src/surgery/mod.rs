@@ -392,26 +392,9 @@ pub fn plan(
             ));
         }
         let planned = keyed::plan(cp, &mut md, &keyed_ops, name_stream, &mut changes)?;
-        let new_streams = planned.streams;
-        if let Some(base) = &req.reference_unchanged {
-            let new_files: std::collections::HashSet<String> = new_streams
-                .iter()
-                .filter_map(|s| s.file_name.clone())
-                .collect();
-            let new_files = new_files.iter().map(String::as_str).collect();
-            relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
-        }
-        let metadata_bytes = metadata_size(&md)?;
-        return Ok(Plan {
-            changes,
-            metadata: md,
-            new_streams,
-            depth: req.depth,
-            relocated,
-            metadata_bytes,
-            keyed: planned.handles,
-            threads,
-        });
+        let mut plan = finish(req, md, planned.streams, changes, relocated, threads)?;
+        plan.keyed = planned.handles;
+        return Ok(plan);
     }
     for op in &req.operations {
         let hit = match op {
@@ -464,6 +447,19 @@ pub fn plan(
     rename::check_unique(&md, &renamed)?;
     let mut new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
     new_streams.append(&mut kafka_streams);
+    finish(req, md, new_streams, changes, relocated, threads)
+}
+
+/// The plan of the new model: with `--reference-unchanged`, the unchanged files referenced where
+/// they are; and its `_metadata`'s size.
+fn finish(
+    req: &Request,
+    mut md: CheckpointMetadata,
+    new_streams: Vec<NewStream>,
+    mut changes: Vec<Change>,
+    relocated: Vec<(String, String)>,
+    threads: usize,
+) -> Result<Plan> {
     if let Some(base) = &req.reference_unchanged {
         let new_files: std::collections::HashSet<&str> = new_streams
             .iter()

@@ -157,6 +157,15 @@ public class KeyedSurgeryRestoreTest {
         assertTrue(p.result().flinkValidation(), p.result().flinkValidation().startsWith("loaded by Flink"));
         assertTrue("no SST data is rewritten: " + p.keyed(), p.keyed().bytesWritten() < 1 << 20);
         assertEquals(List.of("b"), dataStates(removed));
+        // RocksDB's own list of the column families of each instance, before and after
+        for (List<String> families : columnFamilies(checkpoint, work.resolve("before"))) {
+            assertTrue(families.toString(), families.contains("a") && families.contains("b"));
+        }
+        List<List<String>> after = columnFamilies(removed, work.resolve("after"));
+        assertEquals(2, after.size());
+        for (List<String> families : after) {
+            assertTrue(families.toString(), !families.contains("a") && families.contains("b"));
+        }
 
         // v2 restores plainly and takes two more incremental checkpoints
         SEEN.put("i2", new ConcurrentLinkedQueue<>());
@@ -415,6 +424,46 @@ public class KeyedSurgeryRestoreTest {
     static List<String> keyedStates(Path checkpoint) throws CheckpointSurgeonException {
         return CheckpointSurgeon.inspectKeyed(checkpoint).operators().stream()
                 .flatMap(o -> o.states().stream().map(KeyedReport.State::name)).sorted().collect(Collectors.toList());
+    }
+
+    /**
+     * The column families RocksDB lists for each RocksDB handle of {@code checkpoint}: the handle's
+     * private files (CURRENT, MANIFEST, OPTIONS) as Flink's loader resolves them, copied into an
+     * instance directory under {@code scratch}, read by {@code RocksDB.listColumnFamilies}. By
+     * reflection: the handle's private files are a map before Flink 1.18.
+     */
+    static List<List<String>> columnFamilies(Path checkpoint, Path scratch) throws Exception {
+        Object md;
+        Path dir = Files.isDirectory(checkpoint) ? checkpoint : checkpoint.getParent();
+        try (java.io.DataInputStream in = new java.io.DataInputStream(Files.newInputStream(dir.resolve("_metadata")))) {
+            md = org.apache.flink.runtime.checkpoint.Checkpoints.loadCheckpointMetadata(in,
+                    KeyedSurgeryRestoreTest.class.getClassLoader(), dir.toUri().toString());
+        }
+        org.rocksdb.RocksDB.loadLibrary();
+        List<List<String>> out = new ArrayList<>();
+        int n = 0;
+        for (Object op : (java.util.Collection<?>) md.getClass().getMethod("getOperatorStates").invoke(md)) {
+            for (Object st : (java.util.Collection<?>) op.getClass().getMethod("getStates").invoke(op)) {
+                for (Object h : (java.util.Collection<?>) st.getClass().getMethod("getManagedKeyedState").invoke(st)) {
+                    if (!h.getClass().getSimpleName().equals("IncrementalRemoteKeyedStateHandle")) continue;
+                    Path instance = Files.createDirectories(scratch.resolve("instance-" + n++));
+                    for (Object f : (List<?>) h.getClass().getMethod("getPrivateState").invoke(h)) {
+                        String name = (String) f.getClass().getMethod("getLocalPath").invoke(f);
+                        Object handle = f.getClass().getMethod("getHandle").invoke(f);
+                        try (java.io.InputStream in = (java.io.InputStream) handle.getClass().getMethod("openInputStream")
+                                .invoke(handle)) {
+                            Files.copy(in, instance.resolve(name));
+                        }
+                    }
+                    try (org.rocksdb.Options o = new org.rocksdb.Options()) {
+                        out.add(org.rocksdb.RocksDB.listColumnFamilies(o, instance.toString()).stream()
+                                .map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8)).sorted()
+                                .collect(Collectors.toList()));
+                    }
+                }
+            }
+        }
+        return out;
     }
 
     static String chain(Throwable t) {

@@ -324,8 +324,8 @@ final class TextRenderer {
         SurgeryPlan.KeyedFigures k = p.keyed();
         if (k != null) {
             sb.append(String.format(Locale.ROOT, "  keyed state: %s read, %s written%s, %d file(s) at once%n",
-                    bytes(k.bytesRead()), bytes(k.bytesWritten()), p.result() == null ? " (estimated where a key-groups"
-                    + " file is rewritten)" : "", k.threads()));
+                    bytes(k.bytesRead()), bytes(k.bytesWritten()), p.changes().stream().anyMatch(c -> c.elementsBefore() < 0)
+                    ? " (estimated: key-groups files are counted as they are rewritten)" : "", k.threads()));
         }
         SurgeryPlan.Result r = p.result();
         if (r == null) {
