@@ -47,7 +47,7 @@ if [ "$BUILD" = 1 ]; then
 fi
 CP=$(cat build/bench/classpath.txt)
 CLI=$ROOT/build/install/checkpoint-surgeon/bin/checkpoint-surgeon
-JAVA=(java --add-opens java.base/java.util=ALL-UNNAMED -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+JAVA=(java --add-opens java.base/java.util=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 OUT=$DIR/out
