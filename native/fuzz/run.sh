@@ -20,7 +20,7 @@ for t in metadata surgery; do
     done
 done
 rc=0
-for t in metadata opstate compressed surgery structured wire keyed; do
+for t in metadata opstate compressed surgery structured wire keyed keyed_surgery; do
     mkdir -p "fuzz/corpus/$t"
     log=$(mktemp)
     cargo +nightly fuzz run -O "$t" -- -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 >"$log" 2>&1

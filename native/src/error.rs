@@ -118,6 +118,9 @@ pub enum Error {
     /// A JNI payload that does not follow the wire layout (see [`crate::wire`]).
     #[error("{0}")]
     Wire(String),
+    /// A staged result failed its read-back check; nothing was made visible.
+    #[error("{0}")]
+    Validation(String),
 }
 
 fn file_prefix(file: &str) -> String {
@@ -173,6 +176,7 @@ impl Error {
             Error::NothingSelected(_) => Code::NothingSelected,
             Error::Locked(_) => Code::Locked,
             Error::Wire(_) => Code::Wire,
+            Error::Validation(_) => Code::Validation,
         }
     }
 }

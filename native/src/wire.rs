@@ -26,7 +26,7 @@ use crate::codec::keyed::handle::{RocksdbCounts, SnapshotFormat};
 use crate::codec::keyed::meta::BackendStateType;
 use crate::codec::keyed::{Note, StateCount};
 use crate::codec::StreamSource;
-use crate::commit::Staged;
+use crate::commit::{Staged, StagedKeyed};
 use crate::error::{Error, Result};
 use crate::report::files::{FileKind, StateFile};
 use crate::report::inspect::{
@@ -37,13 +37,14 @@ use crate::report::keyed::{
     SerializerReport, SnapshotReport,
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
+use crate::surgery::keyed::{KeyedHandleChange, KeyedOperation};
 use crate::surgery::{Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
 pub mod samples;
 
 /// The wire version of every payload; bump it with any change of layout, on both sides.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 
 pub const SOURCE: u32 = u32::from_be_bytes(*b"CSSO");
 pub const REQUEST: u32 = u32::from_be_bytes(*b"CSRQ");
@@ -309,6 +310,9 @@ const DEDUPE_UNION: u8 = 3;
 const RENAME_OPERATOR: u8 = 4;
 const RELOCATE: u8 = 5;
 const KAFKA: u8 = 6;
+/// A keyed-state surgery: the selector, then 0 and the state (remove-keyed-state) or 1, the old
+/// and the new name (rename-keyed-state).
+const KEYED: u8 = 7;
 
 fn enc_opt_i32(e: &mut Enc, v: Option<i32>) {
     e.bool(v.is_some());
@@ -428,6 +432,10 @@ impl Request {
         let mut e = Enc::new(REQUEST);
         e.bool(self.depth == Depth::MetadataOnly);
         e.opt_str(self.reference_unchanged.as_deref());
+        enc_opt_i32(
+            &mut e,
+            self.threads.map(|t| t.min(i32::MAX as usize) as i32),
+        );
         enc_list(&mut e, &self.operations, |e, op| match op {
             Operation::RemoveState { operators, state } => {
                 e.u8(REMOVE_STATE);
@@ -470,6 +478,21 @@ impl Request {
                 enc_selector(e, operators);
                 enc_kafka(e, op);
             }
+            Operation::Keyed { operators, op } => {
+                e.u8(KEYED);
+                enc_selector(e, operators);
+                match op {
+                    KeyedOperation::RemoveState { state } => {
+                        e.u8(0);
+                        e.jstr(state);
+                    }
+                    KeyedOperation::RenameState { from, to } => {
+                        e.u8(1);
+                        e.jstr(from);
+                        e.jstr(to);
+                    }
+                }
+            }
         });
         e.finish()
     }
@@ -482,6 +505,14 @@ impl Request {
             Depth::Purge
         };
         let reference_unchanged = d.opt_str()?;
+        let threads = match dec_opt_i32(&mut d)? {
+            Some(t) if t < 1 => {
+                return Err(Error::InvalidArgument(format!(
+                    "--threads is at least 1; got {t}"
+                )))
+            }
+            t => t.map(|t| t as usize),
+        };
         let operations = d.list(2, |d| {
             Ok(match d.u8()? {
                 REMOVE_STATE => Operation::RemoveState {
@@ -514,7 +545,18 @@ impl Request {
                     operators: dec_selector(d)?,
                     op: dec_kafka(d)?,
                 },
-                t => return d.tag_err("operation tag 1 to 6", t),
+                KEYED => Operation::Keyed {
+                    operators: dec_selector(d)?,
+                    op: match d.u8()? {
+                        0 => KeyedOperation::RemoveState { state: d.jstr()? },
+                        1 => KeyedOperation::RenameState {
+                            from: d.jstr()?,
+                            to: d.jstr()?,
+                        },
+                        t => return d.tag_err("keyed operation tag 0 (remove) or 1 (rename)", t),
+                    },
+                },
+                t => return d.tag_err("operation tag 1 to 7", t),
             })
         })?;
         d.end()?;
@@ -527,6 +569,7 @@ impl Request {
             operations,
             depth,
             reference_unchanged,
+            threads,
         })
     }
 }
@@ -561,6 +604,11 @@ pub struct PlanSummary {
     pub operators: i32,
     /// Absolute paths a relocation rewrote: (old, new).
     pub relocated: Vec<(String, String)>,
+    /// Bytes of keyed state read and written: the plan's estimate, exact once staged.
+    pub keyed_bytes_read: i64,
+    pub keyed_bytes_written: i64,
+    /// How many keyed streams the stage rewrites at once.
+    pub threads: i32,
     pub staged: Option<StagedSummary>,
 }
 
@@ -570,6 +618,44 @@ pub struct StagedSummary {
     pub metadata_bytes: i64,
     pub written: Vec<String>,
     pub unchanged_relative: Vec<String>,
+}
+
+/// A keyed figure of the plan; once staged, the key-groups streams count as they were written
+/// (the plan only estimates a removal from them), the RocksDB handles and the dropped handles as
+/// planned (their new files are written by the plan itself).
+fn keyed_bytes(
+    plan: &Plan,
+    staged: Option<&Staged>,
+    planned: impl Fn(&KeyedHandleChange) -> u64,
+    written: impl Fn(&StagedKeyed) -> u64,
+) -> u64 {
+    match staged {
+        None => plan.keyed.iter().map(planned).sum(),
+        Some(st) => {
+            let rest = plan
+                .keyed
+                .iter()
+                .filter(|k| k.format == SnapshotFormat::RocksdbFiles || k.handle_dropped);
+            rest.map(planned).sum::<u64>() + st.keyed.iter().map(written).sum::<u64>()
+        }
+    }
+}
+
+/// The entries and bytes a removal from a key-groups file took out, counted when the file was
+/// rewritten: for a change whose figures the plan left open (-1), the only change naming the file.
+fn counted_when_staged(plan: &Plan, st: &Staged, c: &crate::surgery::Change) -> Option<(i64, i64)> {
+    if c.elements_before >= 0 {
+        return None;
+    }
+    let k = st
+        .keyed
+        .iter()
+        .find(|k| c.detail.contains(k.file.as_str()))?;
+    let naming = plan
+        .changes
+        .iter()
+        .filter(|o| o.detail.contains(k.file.as_str()));
+    (naming.count() == 1).then_some((k.entries_removed as i64, k.raw_bytes_removed as i64))
 }
 
 impl PlanSummary {
@@ -582,15 +668,18 @@ impl PlanSummary {
             changes: plan
                 .changes
                 .iter()
-                .map(|c| ChangeSummary {
-                    operator: c.operator.clone(),
-                    subtask: c.subtask,
-                    state: c.state.clone(),
-                    action: c.action.to_string(),
-                    elements_before: c.elements_before,
-                    elements_after: c.elements_after,
-                    bytes_removed: c.bytes_removed,
-                    detail: c.detail.clone(),
+                .map(|c| {
+                    let counted = staged.and_then(|st| counted_when_staged(plan, st, c));
+                    ChangeSummary {
+                        operator: c.operator.clone(),
+                        subtask: c.subtask,
+                        state: c.state.clone(),
+                        action: c.action.to_string(),
+                        elements_before: counted.map_or(c.elements_before, |k| k.0),
+                        elements_after: c.elements_after,
+                        bytes_removed: counted.map_or(c.bytes_removed, |k| k.1),
+                        detail: c.detail.clone(),
+                    }
                 })
                 .collect(),
             new_streams: plan
@@ -606,6 +695,10 @@ impl PlanSummary {
                 .collect(),
             operators: plan.metadata.operators.len() as i32,
             relocated: plan.relocated.clone(),
+            keyed_bytes_read: keyed_bytes(plan, staged, |k| k.bytes_read, |k| k.bytes_read) as i64,
+            keyed_bytes_written: keyed_bytes(plan, staged, |k| k.bytes_written, |k| k.bytes_written)
+                as i64,
+            threads: plan.threads.min(i32::MAX as usize) as i32,
             staged: staged.map(|st| StagedSummary {
                 metadata_tmp: st.metadata_tmp.display().to_string(),
                 metadata_bytes: st.metadata_bytes as i64,
@@ -641,6 +734,9 @@ impl PlanSummary {
             e.str(old);
             e.str(new);
         });
+        e.i64(self.keyed_bytes_read);
+        e.i64(self.keyed_bytes_written);
+        e.i32(self.threads);
         e.bool(self.staged.is_some());
         if let Some(st) = &self.staged {
             e.str(&st.metadata_tmp);
@@ -674,6 +770,9 @@ impl PlanSummary {
             new_streams: d.list(16, |d| Ok((d.str()?, d.str()?, d.i64()?)))?,
             operators: d.i32()?,
             relocated: d.list(8, |d| Ok((d.str()?, d.str()?)))?,
+            keyed_bytes_read: d.i64()?,
+            keyed_bytes_written: d.i64()?,
+            threads: d.i32()?,
             staged: if d.bool()? {
                 Some(StagedSummary {
                     metadata_tmp: d.str()?,

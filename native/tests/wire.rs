@@ -7,6 +7,7 @@ use checkpoint_surgeon::codec::io::JStr;
 use checkpoint_surgeon::commit::{self, Checkpoint};
 use checkpoint_surgeon::report::{files, inspect};
 use checkpoint_surgeon::surgery::kafka::{KafkaOperation, NewOffset};
+use checkpoint_surgeon::surgery::keyed::KeyedOperation;
 use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Operation, Request, Selector};
 use checkpoint_surgeon::wire::{self, PlanSummary, Source};
 use checkpoint_surgeon::Code;
@@ -84,6 +85,20 @@ fn requests_round_trip_with_any_name() {
         to: "file:/new/😀".into(),
         outside: true,
     });
+    for op in [
+        KeyedOperation::RemoveState {
+            state: JStr::new("a\u{0}😀"),
+        },
+        KeyedOperation::RenameState {
+            from: JStr::new("_timer_state/event_t"),
+            to: JStr::new("_timer_state/event_\t"),
+        },
+    ] {
+        ops.push(Operation::Keyed {
+            operators: Selector::Name("keyed\n".into()),
+            op,
+        });
+    }
     for (depth, reference_unchanged) in [
         (Depth::Purge, None),
         (Depth::MetadataOnly, Some("s3://old/chk-1\n".to_string())),
@@ -92,6 +107,8 @@ fn requests_round_trip_with_any_name() {
             operations: ops.clone(),
             depth,
             reference_unchanged,
+            // not on the wire yet: the stage takes one thread per core
+            threads: None,
         };
         let bytes = req.encode();
         assert_eq!(Request::decode(Bytes::from(bytes.clone())).unwrap(), req);
@@ -163,7 +180,7 @@ fn other_versions_and_malformed_payloads_are_refused_with_code_wire() {
     let mut newer = good.clone();
     newer[5] = (wire::VERSION + 1) as u8; // the version's low byte
     let mut bad_tag = good.clone();
-    let last_op = 4 + 2 + 1 + 1 + 4; // magic, version, depth, reference (absent), count
+    let last_op = 4 + 2 + 1 + 1 + 5 + 4; // magic, version, depth, reference (absent), threads, count
     bad_tag[last_op] = 99;
     for (bytes, says) in [
         (

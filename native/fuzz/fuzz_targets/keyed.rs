@@ -12,13 +12,9 @@ use checkpoint_surgeon::codec::keyed::{manifest, meta, sst};
 use checkpoint_surgeon::codec::metadata;
 use libfuzzer_sys::fuzz_target;
 
-const SEEDS: &[&[u8]] = &[
-    // canonical (RocksDB) and heap streams inline in _metadata
-    include_bytes!("../../../tests/fixtures/1.20.3/savepoint-canonical/_metadata"),
-    include_bytes!("../../../tests/fixtures/1.20.3/stale-union-legacy-class/_metadata"),
-    // a native savepoint with its meta stream, SST files and MANIFEST inline
-    include_bytes!("../../../tests/fixtures/1.15.4/savepoint-native/_metadata"),
-];
+#[path = "keyed_seeds.rs"]
+mod keyed_seeds;
+use keyed_seeds::SEEDS;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -33,17 +29,7 @@ struct Input {
 }
 
 fn edit(data: &[u8], input: &Input) -> Bytes {
-    let mut v = data.to_vec();
-    if !v.is_empty() {
-        let n = v.len();
-        for &(at, b) in &input.edits {
-            v[at as usize % n] = b;
-        }
-    }
-    if let Some(c) = input.cut {
-        v.truncate(c as usize % (v.len() + 1));
-    }
-    Bytes::from(v)
+    keyed_seeds::edit(data, &input.edits, input.cut)
 }
 
 fn check_stream(code: u8, kg: &KeyGroups, stream: &Bytes, prefix: usize) {

@@ -5,9 +5,10 @@
 //!
 //! Decoding is needed where a state's elements have no boundaries in the file (Flink 1.18 records
 //! one offset for all elements of a state), and to count the states of a compressed canonical key
-//! group (keyed state: the same decorator, one stream per key group). Writing uses uncompressed
-//! chunks, which every reader of the format accepts (xerial itself writes them when a block does
-//! not compress well).
+//! group (keyed state: the same decorator, one stream per key group). Operator state is written
+//! back in uncompressed chunks, which every reader of the format accepts (xerial itself writes
+//! them when a block does not compress well); rewritten keyed state is compressed again as Flink
+//! writes it ([`FrameEncoder`]).
 
 use crate::error::{Error, Result};
 
@@ -17,6 +18,12 @@ const MAX_CHUNK: usize = 65536;
 /// hostile stream must not make the tool allocate without bound.
 const MAX_DECODED: usize = 1 << 31;
 const IDENTIFIER: u8 = 0xFF;
+/// The stream identifier chunk that opens every framed stream.
+pub const STREAM_IDENTIFIER: [u8; 10] =
+    [0xFF, 0x06, 0x00, 0x00, b's', b'N', b'a', b'P', b'p', b'Y'];
+/// `SnappyStreamCompressionDecorator`'s minimum compression ratio (xerial's default too): a block
+/// whose compressed form is larger than this share of it is written uncompressed.
+const MIN_COMPRESSION_RATIO: f64 = 0.85;
 const COMPRESSED: u8 = 0x00;
 const UNCOMPRESSED: u8 = 0x01;
 
@@ -152,21 +159,12 @@ pub fn data_chunk_len(kind: u8, body: &[u8]) -> Option<usize> {
     None
 }
 
-/// Decompresses one raw snappy block (at `at` in the file) onto `out`.
+/// Decompresses one raw snappy block (at `at` in the file) onto `out`: with the `snap` crate's
+/// decoder (which checks every tag against the block and its stated length), after the stated
+/// length is checked against the format's 64 KiB, so that no input makes it allocate more.
 fn decompress(src: &[u8], at: u64, out: &mut Vec<u8>) -> Result<()> {
-    let bad = |p: usize, what: &str| Error::format(at + p as u64, what.to_string(), None);
-    let mut p = 0;
-    let mut n: usize = 0;
-    for shift in (0..35).step_by(7) {
-        let b = *src
-            .get(p)
-            .ok_or_else(|| bad(p, "the block's uncompressed length"))?;
-        p += 1;
-        n |= ((b & 0x7F) as usize) << shift;
-        if b & 0x80 == 0 {
-            break;
-        }
-    }
+    let n = snap::raw::decompress_len(src)
+        .map_err(|e| Error::format(at, "the block's uncompressed length", Some(e.to_string())))?;
     if n > MAX_CHUNK {
         return Err(Error::format(
             at,
@@ -175,67 +173,21 @@ fn decompress(src: &[u8], at: u64, out: &mut Vec<u8>) -> Result<()> {
         ));
     }
     let start = out.len();
-    let end = start + n;
-    let le = |p: usize, k: usize| -> Result<usize> {
-        let b = src
-            .get(p..p + k)
-            .ok_or_else(|| bad(p, "the rest of a snappy tag"))?;
-        Ok(b.iter().rev().fold(0, |v, &x| v << 8 | x as usize))
-    };
-    while p < src.len() {
-        let tag = src[p];
-        p += 1;
-        let (len, offset) = match tag & 3 {
-            0 => {
-                let mut len = (tag >> 2) as usize;
-                if len >= 60 {
-                    let k = len - 59;
-                    len = le(p, k)?;
-                    p += k;
-                }
-                len += 1;
-                let lit = src
-                    .get(p..p + len)
-                    .filter(|_| out.len() + len <= end)
-                    .ok_or_else(|| bad(p, "a literal within the block and its length"))?;
-                out.extend_from_slice(lit);
-                p += len;
-                continue;
-            }
-            1 => {
-                let o = ((tag as usize >> 5) << 8) | le(p, 1)?;
-                p += 1;
-                (4 + ((tag >> 2) & 7) as usize, o)
-            }
-            2 => {
-                let o = le(p, 2)?;
-                p += 2;
-                ((tag >> 2) as usize + 1, o)
-            }
-            _ => {
-                let o = le(p, 4)?;
-                p += 4;
-                ((tag >> 2) as usize + 1, o)
-            }
-        };
-        if offset == 0 || offset > out.len() - start || out.len() + len > end {
-            return Err(bad(
-                p,
-                "a copy from within the bytes decoded so far and within the block's length",
-            ));
-        }
-        for _ in 0..len {
-            out.push(out[out.len() - offset]);
+    out.resize(start + n, 0);
+    match snap::raw::Decoder::new().decompress(src, &mut out[start..]) {
+        Ok(m) if m == n => Ok(()),
+        r => {
+            out.truncate(start);
+            Err(Error::format(
+                at,
+                format!("a snappy block of {n} uncompressed bytes"),
+                Some(match r {
+                    Ok(m) => format!("{m} bytes"),
+                    Err(e) => e.to_string(),
+                }),
+            ))
         }
     }
-    if out.len() != end {
-        return Err(Error::format(
-            at,
-            format!("a snappy block of {n} uncompressed bytes"),
-            Some(format!("{} bytes", out.len() - start)),
-        ));
-    }
-    Ok(())
 }
 
 /// Appends `data` as uncompressed data chunks (none for no bytes).
@@ -248,8 +200,89 @@ pub fn push_frames(out: &mut Vec<u8>, data: &[u8]) {
     }
 }
 
-const fn crc32c_table() -> [u32; 256] {
-    let mut t = [0u32; 256];
+/// Writes framed snappy streams as Flink's `SnappyStreamCompressionDecorator` does: xerial's
+/// `SnappyFramedOutputStream` with 64 KiB blocks and a minimum compression ratio of 0.85. The
+/// stream identifier first, then a chunk per full 64 KiB block (flushed when more bytes follow,
+/// as xerial's buffer is) and one for the rest when the stream ends; a block is written
+/// compressed if that takes at most 85 % of its bytes, else as it is. Memory: one block and its
+/// compressed form.
+pub struct FrameEncoder {
+    block: Vec<u8>,
+    compressed: Vec<u8>,
+    encoder: snap::raw::Encoder,
+}
+
+impl Default for FrameEncoder {
+    fn default() -> Self {
+        FrameEncoder {
+            block: Vec::with_capacity(MAX_CHUNK),
+            compressed: vec![0; snap::raw::max_compress_len(MAX_CHUNK)],
+            encoder: snap::raw::Encoder::new(),
+        }
+    }
+}
+
+impl FrameEncoder {
+    /// Opens a stream: its identifier.
+    pub fn start(&mut self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.block.clear();
+        out.write_all(&STREAM_IDENTIFIER)
+    }
+
+    pub fn write(&mut self, mut data: &[u8], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        while !data.is_empty() {
+            if self.block.len() == MAX_CHUNK {
+                self.flush_block(out)?;
+            }
+            let n = data.len().min(MAX_CHUNK - self.block.len());
+            self.block.extend_from_slice(&data[..n]);
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: the last block, if any.
+    pub fn finish(&mut self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if !self.block.is_empty() {
+            self.flush_block(out)?;
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let block = std::mem::take(&mut self.block);
+        let r = self.chunk(&block, out);
+        self.block = block;
+        self.block.clear();
+        r
+    }
+
+    /// Writes `data` (at most 64 KiB) as one data chunk, compressed or not by xerial's rule.
+    pub fn chunk(&mut self, data: &[u8], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        debug_assert!(data.len() <= MAX_CHUNK);
+        let crc = masked_crc32c(data);
+        let n = self
+            .encoder
+            .compress(data, &mut self.compressed)
+            .map_err(|e| std::io::Error::other(format!("snappy compression: {e}")))?;
+        let (kind, body) =
+            if data.is_empty() || (n as f64 / data.len() as f64) <= MIN_COMPRESSION_RATIO {
+                (COMPRESSED, &self.compressed[..n])
+            } else {
+                (UNCOMPRESSED, data)
+            };
+        let mut header = [kind, 0, 0, 0, 0, 0, 0, 0];
+        header[1..4].copy_from_slice(&(body.len() as u32 + 4).to_le_bytes()[..3]);
+        header[4..8].copy_from_slice(&crc.to_le_bytes());
+        out.write_all(&header)?;
+        out.write_all(body)
+    }
+}
+
+/// CRC-32C tables for slicing by 8 (eight bytes per step: the checksum of every byte a keyed
+/// rewrite decodes and encodes is computed, so the byte-wise table would dominate it).
+const fn crc32c_tables() -> [[u32; 256]; 8] {
+    let mut t = [[0u32; 256]; 8];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
@@ -262,13 +295,73 @@ const fn crc32c_table() -> [u32; 256] {
             };
             k += 1;
         }
-        t[i] = c;
+        t[0][i] = c;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 256 {
+        let mut k = 1;
+        while k < 8 {
+            let prev = t[k - 1][i];
+            t[k][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
+            k += 1;
+        }
         i += 1;
     }
     t
 }
 
-static CRC32C: [u32; 256] = crc32c_table();
+static CRC32C: [[u32; 256]; 8] = crc32c_tables();
+
+/// Extends an (inverted) CRC-32C state by `data`: with the CPU's CRC-32C instruction where it
+/// has one (SSE 4.2), else by tables.
+fn crc32c_update(c: u32, data: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU has SSE 4.2, checked just above.
+        return unsafe { crc32c_sse42(c, data) };
+    }
+    crc32c_by_tables(c, data)
+}
+
+/// [`crc32c_update`] with SSE 4.2's `crc32` instruction, eight bytes at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(c: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut chunks = data.chunks_exact(8);
+    let mut c64 = c as u64;
+    for b in &mut chunks {
+        c64 = _mm_crc32_u64(c64, u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    }
+    let mut c = c64 as u32;
+    for &b in chunks.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    c
+}
+
+/// [`crc32c_update`] by tables.
+fn crc32c_by_tables(mut c: u32, data: &[u8]) -> u32 {
+    let t = &CRC32C;
+    let mut chunks = data.chunks_exact(8);
+    for b in &mut chunks {
+        let lo = c ^ u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let hi = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        c = t[7][(lo & 0xFF) as usize]
+            ^ t[6][((lo >> 8) & 0xFF) as usize]
+            ^ t[5][((lo >> 16) & 0xFF) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][(hi & 0xFF) as usize]
+            ^ t[2][((hi >> 8) & 0xFF) as usize]
+            ^ t[1][((hi >> 16) & 0xFF) as usize]
+            ^ t[0][(hi >> 24) as usize];
+    }
+    for &b in chunks.remainder() {
+        c = t[0][((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
+    }
+    c
+}
 
 /// The framing format's checksum: CRC-32C, rotated right by 15 and offset.
 pub fn masked_crc32c(data: &[u8]) -> u32 {
@@ -278,10 +371,7 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
 /// The masked CRC-32C of parts read one after another (RocksDB masks its block checksums the
 /// same way: `crc32c::Mask`).
 pub fn masked_crc32c_of(parts: &[&[u8]]) -> u32 {
-    let mut c = !0u32;
-    for &b in parts.iter().flat_map(|p| p.iter()) {
-        c = CRC32C[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
-    }
+    let c = parts.iter().fold(!0u32, |c, p| crc32c_update(c, p));
     (!c).rotate_right(15).wrapping_add(0xA282_EAD8)
 }
 
@@ -297,6 +387,56 @@ mod tests {
             masked_crc32c(b"123456789"),
             c.rotate_right(15).wrapping_add(0xA282_EAD8)
         );
+    }
+
+    #[test]
+    fn crc32c_by_eight_bytes_equals_the_byte_wise_crc() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 31 % 256) as u8).collect();
+        for n in [0, 1, 7, 8, 9, 15, 16, 17, 1000] {
+            let mut c = !0u32;
+            for &b in &data[..n] {
+                c = CRC32C[0][((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
+            }
+            assert_eq!(crc32c_by_tables(!0, &data[..n]), c, "{n} bytes");
+            assert_eq!(crc32c_update(!0, &data[..n]), c, "{n} bytes");
+            // split anywhere, the same checksum
+            let (a, b) = data[..n].split_at(n / 3);
+            assert_eq!(masked_crc32c_of(&[a, b]), masked_crc32c(&data[..n]));
+        }
+    }
+
+    #[test]
+    fn encoded_frames_are_xerial_blocks_and_decode_to_the_same_bytes() {
+        // compressible text and incompressible bytes, more than two blocks
+        let mut data: Vec<u8> = Vec::new();
+        for i in 0..20_000u32 {
+            data.extend_from_slice(format!("key-{} value-{} ", i % 97, i % 13).as_bytes());
+        }
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..70_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            data.push(x as u8);
+        }
+        let mut out = Vec::new();
+        let mut e = FrameEncoder::default();
+        e.start(&mut out).unwrap();
+        // written in odd pieces: the chunks are still whole 64 KiB blocks
+        for piece in data.chunks(1000) {
+            e.write(piece, &mut out).unwrap();
+        }
+        e.finish(&mut out).unwrap();
+        assert_eq!(out[..10], STREAM_IDENTIFIER);
+        let d = decode_until_identifier(&out, 10).unwrap();
+        assert_eq!(d.bytes, data);
+        let sizes: Vec<usize> = d.frames.windows(2).map(|w| w[1].1 - w[0].1).collect();
+        assert!(sizes.iter().all(|&n| n == MAX_CHUNK), "{sizes:?}");
+        assert_eq!(d.frames.len(), data.len().div_ceil(MAX_CHUNK));
+        // the text compresses, the random tail does not (written as it is)
+        let kinds: Vec<u8> = d.frames.iter().map(|f| out[f.0 as usize]).collect();
+        assert_eq!(kinds[0], COMPRESSED);
+        assert_eq!(*kinds.last().unwrap(), UNCOMPRESSED);
     }
 
     #[test]

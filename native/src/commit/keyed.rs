@@ -1,21 +1,24 @@
 //! Reads every keyed handle of a checkpoint, in parallel across handles, into the keyed-state
-//! report. A local checkpoint's files ([`Checkpoint::stream_bytes`]: memory-mapped, opened
-//! `O_NONBLOCK`, regular files only, relative handles next to `_metadata`, absolute ones below the
-//! job directory) or a remote one's ([`super::remote::RemoteCheckpoint`]: ranged reads through
-//! Flink's FileSystem), each handle in bounded memory; a handle that cannot be read is reported
-//! with its error and the others still are. The SST files of RocksDB handles are read first, by
-//! the same workers across all handles ([`ReadAhead`]): one handle may list thousands of them.
+//! report; and reads back the keyed handles a keyed surgery staged ([`verify_staged`]). A local
+//! checkpoint's files ([`Checkpoint::stream_bytes`]: memory-mapped, opened `O_NONBLOCK`, regular
+//! files only, relative handles next to `_metadata`, absolute ones below the job directory) or a
+//! remote one's ([`super::remote::RemoteCheckpoint`]: ranged reads through Flink's FileSystem),
+//! each handle in bounded memory; a handle that cannot be read is reported with its error and the
+//! others still are. The SST files of RocksDB handles are read first, by the same workers across
+//! all handles ([`ReadAhead`]): one handle may list thousands of them.
 
 use crate::codec::handles::{KeyedHandle, StreamHandle};
-use crate::codec::keyed::handle::sst_streams;
+use crate::codec::keyed::handle::{sst_streams, HandleReading, SnapshotFormat};
 use crate::codec::keyed::sst::SstFile;
 use crate::codec::keyed::{read_handle, RangeSource};
 use crate::codec::metadata::CheckpointMetadata;
 use crate::codec::StreamSource;
 use crate::commit::mapguard;
 use crate::commit::read::Checkpoint;
-use crate::error::Result;
+use crate::commit::Staging;
+use crate::error::{Error, Result};
 use crate::report::keyed::{self, HandleReadings, KeyedReport};
+use crate::surgery::Plan;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -177,4 +180,109 @@ pub fn read_keyed_from(
         step(rest[i]);
     });
     keyed::build(md, done.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Reads back every keyed handle a keyed surgery changed, the new files from the stream directory
+/// and the unchanged ones from the checkpoint: a handle whose last state went is gone; a RocksDB
+/// handle's meta info names exactly the kept states under their new names, its MANIFEST reads,
+/// every SST file left is live in the column family of a kept state (or `default`), and each kept
+/// state has the same SST files, entries and bytes as before. (Key-groups streams are read back
+/// as they are written, in `commit::stage`.)
+pub fn verify_staged(
+    cp: &Checkpoint,
+    staged: &CheckpointMetadata,
+    src: &Staging,
+    plan: &Plan,
+) -> Result<()> {
+    let handle = |md: &CheckpointMetadata, operator: &str, subtask: i32| {
+        md.operators
+            .iter()
+            .find(|o| o.hex_id() == operator)
+            .map(|o| {
+                let h = o
+                    .subtask_states()
+                    .find(|(i, _)| *i == subtask)
+                    .and_then(|(_, st)| st.managed_keyed.clone());
+                (h, o.max_parallelism)
+            })
+    };
+    for change in &plan.keyed {
+        let what = format!("subtask {} of operator {}", change.subtask, change.operator);
+        let bad = |m: String| Error::Validation(format!("the staged keyed state of {what} {m}"));
+        let (after, max_parallelism) = handle(staged, &change.operator, change.subtask)
+            .ok_or_else(|| bad("is missing".into()))?;
+        if change.handle_dropped {
+            if after.is_some() {
+                return Err(bad(
+                    "still has a keyed handle, though its last state went".into()
+                ));
+            }
+            continue;
+        }
+        if change.format != SnapshotFormat::RocksdbFiles {
+            continue;
+        }
+        let after = after.ok_or_else(|| bad("has no keyed handle".into()))?;
+        let (before, _) = handle(&cp.metadata, &change.operator, change.subtask)
+            .ok_or_else(|| bad("is not in the checkpoint read".into()))?;
+        let before = before.ok_or_else(|| bad("had no keyed handle".into()))?;
+        let read = |h: &KeyedHandle, s: &(dyn StreamSource + Sync)| -> Result<HandleReading> {
+            read_handle(h, s, max_parallelism)
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Err(bad("reads as nothing".into())))
+        };
+        let old = read(&before, cp)?;
+        let new = read(&after, src).map_err(|e| bad(format!("does not read back: {e}")))?;
+        let rocks = new.rocksdb.as_ref().expect("a RocksDB reading");
+        if !new.notes.is_empty() || rocks.manifest.is_none() {
+            return Err(bad(format!("reads back with {:?}", new.notes)));
+        }
+        let old_meta = old
+            .meta
+            .as_ref()
+            .expect("a RocksDB reading has its meta info");
+        let new_meta = new
+            .meta
+            .as_ref()
+            .expect("a RocksDB reading has its meta info");
+        let new_names: Vec<String> = new_meta.states.iter().map(|s| s.name.to_string()).collect();
+        let mut expected = Vec::new();
+        for (i, s) in old_meta.states.iter().enumerate() {
+            let name = s.name.to_string();
+            if change.removed.contains(&name) {
+                continue;
+            }
+            let to = change
+                .renamed
+                .iter()
+                .find(|r| r.0 == name)
+                .map_or(name.clone(), |r| r.1.clone());
+            expected.push(to.clone());
+            let j = new_names.iter().position(|n| *n == to);
+            if j.is_none_or(|j| new.states[j] != old.states[i]) {
+                return Err(bad(format!(
+                    "holds {:?} of state '{to}' (was '{name}'), before {:?}",
+                    j.map(|j| &new.states[j]),
+                    old.states[i]
+                )));
+            }
+        }
+        if new_names != expected {
+            return Err(bad(format!(
+                "names the states {new_names:?}, not {expected:?}"
+            )));
+        }
+        for f in &rocks.files {
+            let cf = f.column_family.as_deref().unwrap_or("");
+            if f.live != Some(true) || (f.state.is_none() && cf != "default") {
+                return Err(bad(format!(
+                    "keeps the SST file {} of column family '{cf}', which is not live in a kept \
+                     state's column family",
+                    f.key
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -4,6 +4,11 @@
 //! check it and every rewritten stream. Nothing here makes anything visible: placing unchanged
 //! files, the backup and the atomic switch are the Java side's steps, after Flink's loader has
 //! judged the staged file. On failure every file this step created is removed again.
+//!
+//! Keyed streams a keyed surgery rewrites ([`crate::surgery::NewStream::keyed`]) are written
+//! here, `plan.threads` at a time, each streamed from the old file to the new one with `pread`
+//! and a buffered writer (bounded memory whatever its size), then read back from the new file
+//! by the keyed reader; their new offsets and sizes go into the staged `_metadata`.
 
 pub mod keyed;
 pub mod mapguard;
@@ -13,12 +18,16 @@ pub mod remote;
 pub use read::Checkpoint;
 
 use crate::codec::handles::checked_relative;
-use crate::codec::handles::StreamHandle;
+use crate::codec::handles::{KeyGroups, KeyedHandle, Offsets, StreamHandle};
 use crate::codec::io::JStr;
-use crate::codec::metadata::CheckpointMetadata;
+use crate::codec::keyed::rewrite;
+use crate::codec::metadata::{CheckpointMetadata, SubtaskEntry, Subtasks};
 use crate::codec::opstate;
+use crate::codec::StreamSource;
 use crate::error::{Error, Result};
-use crate::surgery::{delegate_location, Depth, Plan, ABSOLUTE_PLACEHOLDER};
+use crate::surgery::keyed::check_rewritten;
+use crate::surgery::{delegate_location, Depth, NewStream, Plan, ABSOLUTE_PLACEHOLDER};
+use bytes::Bytes;
 use read::METADATA_FILE_NAME;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -36,6 +45,22 @@ pub struct Staged {
     /// Relative state files the new `_metadata` references that this run did not write: the
     /// commit must place them next to the new `_metadata` (link or copy) unless it is in place.
     pub unchanged_relative: Vec<String>,
+    /// The keyed streams rewritten here, with what was read and written for each.
+    pub keyed: Vec<StagedKeyed>,
+}
+
+/// One keyed stream written by [`stage`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StagedKeyed {
+    pub file: String,
+    /// What it replaces (the old stream's location).
+    pub replaces: String,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Entries and bytes (as stored, uncompressed) of the removed states in the old stream; 0 for
+    /// a rename, whose key groups are copied without being walked.
+    pub entries_removed: u64,
+    pub raw_bytes_removed: u64,
 }
 
 /// Writes the plan's new state files and the new `_metadata` into `stream_dir` under fresh
@@ -79,7 +104,7 @@ fn stage_into(
         .iter()
         .filter_map(|s| s.file_name.clone())
         .collect();
-    let metadata = with_new_file_paths(plan, stream_dir, out_uri);
+    let metadata = with_new_file_paths(plan.metadata.clone(), stream_dir, out_uri);
 
     let mut relative = Vec::new();
     metadata.visit_stream_handles(&mut |h| {
@@ -95,14 +120,20 @@ fn stage_into(
     // The staged `_metadata` first, then the files it names: a run killed in between leaves
     // files that a `_metadata.tmp-*` beside them references, which is how `clean-leftovers`
     // knows them as a killed run's (`internal/Leftovers.java`).
-    let tmp = fresh_path(stream_dir, &format!("{METADATA_FILE_NAME}.tmp-"), |p| {
-        write_new_file(p, created, |w| {
-            let mut out = crate::codec::io::Writer::new(w);
-            metadata.write(&mut out)
+    let write_tmp = |metadata: &CheckpointMetadata, created: &mut Vec<PathBuf>| {
+        fresh_path(stream_dir, &format!("{METADATA_FILE_NAME}.tmp-"), |p| {
+            write_new_file(p, created, |w| {
+                let mut out = crate::codec::io::Writer::new(w);
+                metadata.write(&mut out)
+            })
         })
-    })?;
+    };
+    let mut tmp = write_tmp(&metadata, created)?;
     for s in &plan.new_streams {
         let Some(name) = &s.file_name else { continue };
+        if s.keyed.is_some() {
+            continue;
+        }
         let path = stream_dir.join(checked_relative(name)?);
         write_new_file(&path, created, |w| {
             for p in &s.pieces {
@@ -111,6 +142,22 @@ fn stage_into(
             Ok(())
         })?;
         staged.written.push(path.display().to_string());
+    }
+    // Rewritten keyed streams have their key-group offsets only once written: the first
+    // `_metadata.tmp-*` names their files (for `clean-leftovers`), a second one has the offsets.
+    let keyed_written = stage_keyed(cp, plan, stream_dir, created)?;
+    let mut metadata = metadata;
+    if !keyed_written.is_empty() {
+        let mut planned = plan.metadata.clone();
+        for (path, k, offsets) in keyed_written {
+            set_key_groups(&mut planned, &k.file, offsets, k.bytes_written)?;
+            staged.written.push(path.display().to_string());
+            staged.keyed.push(k);
+        }
+        metadata = with_new_file_paths(planned, stream_dir, out_uri);
+        let first = std::mem::replace(&mut tmp, write_tmp(&metadata, created)?);
+        std::fs::remove_file(&first).map_err(|e| Error::io(first.display().to_string(), e))?;
+        created.retain(|p| *p != first);
     }
     let written = Checkpoint::open(&tmp)?;
     if written.metadata != metadata {
@@ -128,6 +175,14 @@ fn stage_into(
         check.add_mirror(u, stream_dir.to_path_buf());
     }
     verify_streams(&check, plan)?;
+    if !plan.keyed.is_empty() {
+        let staging = Staging {
+            cp,
+            dir: stream_dir,
+            new_files: &new_files,
+        };
+        keyed::verify_staged(cp, &check.metadata, &staging, plan)?;
+    }
     // an input truncated while it was mapped and read: the staged files hold zeros (mapguard)
     crate::commit::mapguard::check()?;
     staged.metadata_bytes = check.bytes.len() as u64;
@@ -135,17 +190,210 @@ fn stage_into(
     Ok(staged)
 }
 
+/// Writes the keyed streams of the plan, `plan.threads` at a time: each streamed from its old
+/// stream into a new file, then read back. Returns each file's path, figures and new offsets.
+/// A keyed stream written: its path, figures and new key-group offsets.
+type Written = (PathBuf, StagedKeyed, Offsets);
+
+fn stage_keyed(
+    cp: &Checkpoint,
+    plan: &Plan,
+    stream_dir: &Path,
+    created: &mut Vec<PathBuf>,
+) -> Result<Vec<Written>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let jobs: Vec<&NewStream> = plan
+        .new_streams
+        .iter()
+        .filter(|s| s.keyed.is_some() && s.file_name.is_some())
+        .collect();
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let made: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<(usize, Result<Written>)>> = Mutex::new(Vec::new());
+    let workers = plan.threads.max(1).min(jobs.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Some(s) = jobs.get(i) else { break };
+                let r = rewrite_keyed(cp, s, stream_dir, &made);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((i, r));
+            });
+        }
+    });
+    created.extend(made.into_inner().unwrap_or_else(|p| p.into_inner()));
+    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.sort_by_key(|r| r.0);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// One keyed stream: rewritten from the old stream into a new file (`O_EXCL`, synced), then read
+/// back from that file by the keyed reader.
+fn rewrite_keyed(
+    cp: &Checkpoint,
+    s: &NewStream,
+    stream_dir: &Path,
+    made: &std::sync::Mutex<Vec<PathBuf>>,
+) -> Result<Written> {
+    let rw = s.keyed.as_ref().expect("a keyed stream");
+    let name = s.file_name.as_deref().expect("a file");
+    let path = stream_dir.join(checked_relative(name)?);
+    let src_name = keyed_stream_name(&rw.source);
+    let src = cp
+        .stream_range(&rw.source)
+        .map_err(|e| e.in_file(&src_name))?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| create_error(&path, e))?;
+    made.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(path.clone());
+    let shown = path.display().to_string();
+    let done = {
+        let mut w = BufWriter::with_capacity(1 << 20, &file);
+        let done = rewrite::rewrite(src.as_ref(), &rw.edit, &mut w, &shown)
+            .map_err(|e| e.in_file(&src_name))?;
+        w.flush().map_err(|e| Error::io(&shown, e))?;
+        done
+    };
+    file.sync_all().map_err(|e| Error::io(&shown, e))?;
+    drop(file);
+    let written = read::FileRange::open(&path, 0, None)?;
+    let new_kg = KeyGroups {
+        start_key_group: rw.edit.first_key_group,
+        offsets: done.offsets.clone(),
+        delegate: None,
+        id: None,
+    };
+    check_rewritten(rw.code, &new_kg, &written, &shown, &rw.edit, &done)?;
+    let (mut entries, mut raw) = (0, 0);
+    if let Some(source) = &done.source {
+        for (old, id) in rw.edit.ids.iter().enumerate() {
+            if id.is_none() {
+                entries += source[old].entries;
+                raw += source[old].raw_bytes;
+            }
+        }
+    }
+    Ok((
+        path,
+        StagedKeyed {
+            file: name.to_string(),
+            replaces: s.replaces.clone(),
+            bytes_read: src.len(),
+            bytes_written: done.len,
+            entries_removed: entries,
+            raw_bytes_removed: raw,
+        },
+        done.offsets,
+    ))
+}
+
+/// Sets the offsets and the size of the key-groups handle whose stream is the new file `file`.
+fn set_key_groups(
+    md: &mut CheckpointMetadata,
+    file: &str,
+    offsets: Offsets,
+    len: u64,
+) -> Result<()> {
+    let placeholder = format!("{ABSOLUTE_PLACEHOLDER}{file}");
+    for op in &mut md.operators {
+        let Subtasks::List(list) = &mut op.subtasks else {
+            continue;
+        };
+        for e in list {
+            let SubtaskEntry::State(_, st) = e else {
+                continue;
+            };
+            let Some(KeyedHandle::KeyGroups { handle, .. }) = &mut st.managed_keyed else {
+                continue;
+            };
+            let hit = match &mut handle.delegate {
+                Some(StreamHandle::RelativeFile { path, size }) if path.to_string() == file => {
+                    Some(size)
+                }
+                Some(StreamHandle::File { path, size }) if path.to_string() == placeholder => {
+                    Some(size)
+                }
+                _ => None,
+            };
+            if let Some(size) = hit {
+                *size = len as i64;
+                handle.offsets = offsets;
+                return Ok(());
+            }
+        }
+    }
+    Err(Error::Validation(format!(
+        "no key-groups handle of the plan names the new stream {file}"
+    )))
+}
+
+/// A stream handle as messages name it.
+fn keyed_stream_name(h: &StreamHandle) -> String {
+    crate::codec::keyed::handle::stream_name(h)
+}
+
+/// The staged checkpoint as a [`StreamSource`]: the files this run wrote from the stream
+/// directory, every other one from the checkpoint that was read (unchanged files are placed next
+/// to the new `_metadata` only after the stage).
+pub struct Staging<'a> {
+    pub cp: &'a Checkpoint,
+    pub dir: &'a Path,
+    pub new_files: &'a HashSet<String>,
+}
+
+impl StreamSource for Staging<'_> {
+    fn metadata(&self) -> &CheckpointMetadata {
+        &self.cp.metadata
+    }
+    fn name(&self) -> String {
+        self.dir.display().to_string()
+    }
+    fn metadata_len(&self) -> u64 {
+        0
+    }
+    fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
+        let new = match h {
+            StreamHandle::RelativeFile { path, .. } => Some(path.to_string()),
+            StreamHandle::File { path, .. } => {
+                path.to_string().rsplit('/').next().map(str::to_string)
+            }
+            _ => None,
+        };
+        match new.filter(|n| self.new_files.contains(n)) {
+            Some(n) => read::map_file(&self.dir.join(checked_relative(&n)?)),
+            None => self.cp.stream_bytes(h),
+        }
+    }
+}
+
 /// The planned model with the placeholder paths of new absolute handles replaced by the paths
 /// the new files will have.
 fn with_new_file_paths(
-    plan: &Plan,
+    mut metadata: CheckpointMetadata,
     stream_dir: &Path,
     out_uri: Option<&str>,
 ) -> CheckpointMetadata {
-    let mut metadata = plan.metadata.clone();
     let abs_prefix = JStr::new(ABSOLUTE_PLACEHOLDER);
-    for at in metadata.operator_handles_mut() {
-        if let Some(StreamHandle::File { path, .. }) = &mut at.handle.delegate {
+    metadata.visit_stream_handles_mut(&mut |h| {
+        if let StreamHandle::File { path, .. } = h {
             if path.as_bytes().starts_with(abs_prefix.as_bytes()) {
                 let name = path.to_string()[ABSOLUTE_PLACEHOLDER.len()..].to_string();
                 *path = JStr::new(&match out_uri {
@@ -154,7 +402,7 @@ fn with_new_file_paths(
                 });
             }
         }
-    }
+    });
     metadata
 }
 

@@ -2,6 +2,7 @@
 //! point at. Relative handles resolve next to `_metadata` and may not escape that directory.
 
 use crate::codec::handles::{checked_relative, StreamHandle};
+use crate::codec::keyed::RangeSource;
 use crate::codec::metadata::{self, CheckpointMetadata};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -27,13 +28,11 @@ impl AsRef<[u8]> for GuardedMap {
     }
 }
 
-/// `len` bytes at `start` of a regular file (to its end when `len` is None), memory-mapped. A file
-/// that another process truncates while it is read gives an error from the native call (the
-/// mapping is guarded against SIGBUS), never a JVM abort.
-pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
+/// Opens a regular file for reading: `O_NONBLOCK` (opening a FIFO must not wait for a writer),
+/// then `fstat` refuses anything that is not a regular file (FIFO, device, socket, directory)
+/// before a byte is read. Returns the file and its size.
+fn open_regular(path: &Path) -> Result<(std::fs::File, u64)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses anything that is
-    // not a regular file (FIFO, device, socket, directory) before a byte is read.
     const O_NONBLOCK: i32 = 0o4000;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -59,7 +58,11 @@ pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
             path.display()
         )));
     }
-    let size = meta.len();
+    Ok((file, meta.len()))
+}
+
+/// The range `start`, `len` (to the end when None) of a file of `size` bytes, checked.
+fn checked_range(path: &Path, size: u64, start: u64, len: Option<u64>) -> Result<u64> {
     let want = len.unwrap_or(size.saturating_sub(start));
     if start.saturating_add(want) > size {
         return Err(Error::InvalidArgument(format!(
@@ -67,6 +70,15 @@ pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
             path.display()
         )));
     }
+    Ok(want)
+}
+
+/// `len` bytes at `start` of a regular file (to its end when `len` is None), memory-mapped. A file
+/// that another process truncates while it is read gives an error from the native call (the
+/// mapping is guarded against SIGBUS), never a JVM abort.
+pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
+    let (file, size) = open_regular(path)?;
+    let want = checked_range(path, size, start, len)?;
     if size == 0 || want == 0 {
         return Ok(Bytes::new());
     }
@@ -78,6 +90,58 @@ pub fn map_range(path: &Path, start: u64, len: Option<u64>) -> Result<Bytes> {
     let guard = crate::commit::mapguard::register(map.as_ptr() as usize, map.len(), path);
     let bytes = Bytes::from_owner(GuardedMap { _guard: guard, map });
     Ok(bytes.slice(start as usize..(start + want) as usize))
+}
+
+/// A range of a regular file read with `pread` into the caller's buffers: what a keyed rewrite
+/// streams from, so that memory stays bounded whatever the file's size (a mapping's pages would
+/// all count in the process's memory once read). A file that shrinks while it is read gives an
+/// error naming it.
+pub struct FileRange {
+    file: std::fs::File,
+    path: PathBuf,
+    start: u64,
+    len: u64,
+}
+
+impl FileRange {
+    pub fn open(path: &Path, start: u64, len: Option<u64>) -> Result<FileRange> {
+        let (file, size) = open_regular(path)?;
+        let len = checked_range(path, size, start, len)?;
+        Ok(FileRange {
+            file,
+            path: path.to_path_buf(),
+            start,
+            len,
+        })
+    }
+}
+
+impl RangeSource for FileRange {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.len) {
+            return Err(Error::format(
+                offset,
+                format!("{} bytes within the {}-byte file", buf.len(), self.len),
+                Some("its end".into()),
+            ));
+        }
+        self.file
+            .read_exact_at(buf, self.start + offset)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => Error::InvalidArgument(format!(
+                    "{}: the file shrank while it was read (at byte {offset}); it is being \
+                     changed by another process",
+                    self.path.display()
+                )),
+                _ => Error::io(self.path.display(), e),
+            })
+    }
 }
 
 /// A checkpoint on the file system: its mapped `_metadata` and, on demand, its state files.
@@ -236,9 +300,26 @@ impl Checkpoint {
 
     /// The bytes of a state stream: inline data, a mapped file, or a file segment.
     pub fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
-        match h {
-            StreamHandle::ByteStream { data, .. } => Ok(data.clone()),
-            StreamHandle::EmptySegment => Ok(Bytes::new()),
+        match self.place(h)? {
+            Place::File(path, start, len) => map_range(&path, start, len),
+            Place::Inline(data) => Ok(data),
+        }
+    }
+
+    /// The bytes of a state stream as a [`RangeSource`]: inline data as it is, a file or a file
+    /// segment read with `pread` (the same path rules as [`Checkpoint::stream_bytes`]).
+    pub fn stream_range(&self, h: &StreamHandle) -> Result<Box<dyn RangeSource>> {
+        Ok(match self.place(h)? {
+            Place::File(path, start, len) => Box::new(FileRange::open(&path, start, len)?),
+            Place::Inline(data) => Box::new(data),
+        })
+    }
+
+    /// Where a stream's bytes are.
+    fn place(&self, h: &StreamHandle) -> Result<Place> {
+        Ok(match h {
+            StreamHandle::ByteStream { data, .. } => Place::Inline(data.clone()),
+            StreamHandle::EmptySegment => Place::Inline(Bytes::new()),
             StreamHandle::Segment { start, size, .. } => {
                 let path = self.local_file(h)?.unwrap_or_default();
                 if *start < 0 || *size < 0 {
@@ -247,14 +328,22 @@ impl Checkpoint {
                         path.display()
                     )));
                 }
-                map_range(&path, *start as u64, Some(*size as u64))
+                Place::File(path, *start as u64, Some(*size as u64))
             }
-            StreamHandle::KeyGroups(_) => Err(Error::InvalidArgument(
-                "a key-groups handle is not an operator state stream".into(),
-            )),
-            _ => map_file(&self.local_file(h)?.unwrap_or_default()),
-        }
+            StreamHandle::KeyGroups(_) => {
+                return Err(Error::InvalidArgument(
+                    "a key-groups handle is not a state stream".into(),
+                ))
+            }
+            _ => Place::File(self.local_file(h)?.unwrap_or_default(), 0, None),
+        })
     }
+}
+
+/// Where a stream's bytes are: a local file's range (start, length or to its end), or inline.
+enum Place {
+    File(PathBuf, u64, Option<u64>),
+    Inline(Bytes),
 }
 
 /// Path rules hold for real paths, not only lexically: a state file that is (or lies in) a

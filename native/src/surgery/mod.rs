@@ -3,12 +3,16 @@
 //! lists of slices of the old ones, so nothing large is copied until `commit::stage` writes them.
 //!
 //! One module per operation family: [`remove`] (remove-state, remove-operator, dedupe-union),
-//! [`rename`] (rename-operator), [`relocate`] (absolute paths); [`cut`] cuts bytes out of operator-state streams. Keyed,
-//! channel, coordinator and master state are never rewritten: their bytes pass through.
-//! Nothing here touches a file or the JVM: streams are read through [`StreamSource`].
+//! [`rename`] (rename-operator), [`relocate`] (absolute paths), [`kafka`] (the Kafka source's
+//! states), [`keyed`] (remove-keyed-state, rename-keyed-state); [`cut`] cuts bytes out of
+//! operator-state streams. Channel, coordinator and master state are never rewritten, nor keyed
+//! state but by [`keyed`]: their bytes pass through.
+//! Nothing here touches a file or the JVM: streams are read through [`StreamSource`]; the big
+//! keyed streams are rewritten when `commit::stage` writes them ([`NewStream::keyed`]).
 
 pub mod cut;
 pub mod kafka;
+pub mod keyed;
 pub mod relocate;
 pub mod remove;
 pub mod rename;
@@ -121,6 +125,12 @@ pub enum Operation {
         operators: Selector,
         op: kafka::KafkaOperation,
     },
+    /// A keyed-state surgery (remove-keyed-state, rename-keyed-state); only with other keyed
+    /// operations in its request.
+    Keyed {
+        operators: Selector,
+        op: keyed::KeyedOperation,
+    },
 }
 
 impl Operation {
@@ -136,6 +146,7 @@ impl Operation {
             Operation::RenameOperator { operator, .. } => operator.describe(),
             Operation::Relocate { from, .. } => format!("relocate from '{from}'"),
             Operation::Kafka { operators, op } => op.describe(operators),
+            Operation::Keyed { operators, op } => op.describe(operators),
         }
     }
 }
@@ -157,6 +168,8 @@ pub struct Request {
     /// `--reference-unchanged`: the source checkpoint's directory (a URI or absolute path);
     /// unchanged relative files are then referenced there instead of placed into the output.
     pub reference_unchanged: Option<String>,
+    /// How many keyed streams `commit::stage` rewrites at once (`--threads`); None: one per core.
+    pub threads: Option<usize>,
 }
 
 impl Request {
@@ -166,6 +179,7 @@ impl Request {
             operations,
             depth: Depth::Purge,
             reference_unchanged: None,
+            threads: None,
         }
     }
 
@@ -213,6 +227,34 @@ impl Request {
         Request::new(vec![Operation::Kafka { operators, op }])
     }
 
+    /// Remove the keyed state `state` from the selected operators: its meta info entry and its data,
+    /// in every kind of keyed handle but changelog ones (refused).
+    pub fn remove_keyed_state(operators: Selector, state: &str) -> Request {
+        Request::new(vec![Operation::Keyed {
+            operators,
+            op: keyed::KeyedOperation::RemoveState {
+                state: JStr::new(state),
+            },
+        }])
+    }
+
+    /// Rename the keyed state `from` of the selected operators to `to`.
+    pub fn rename_keyed_state(operators: Selector, from: &str, to: &str) -> Request {
+        Request::new(vec![Operation::Keyed {
+            operators,
+            op: keyed::KeyedOperation::RenameState {
+                from: JStr::new(from),
+                to: JStr::new(to),
+            },
+        }])
+    }
+
+    /// How many keyed streams the stage rewrites at once (at least one).
+    pub fn with_threads(mut self, threads: usize) -> Request {
+        self.threads = Some(threads.max(1));
+        self
+    }
+
     /// Reference the unchanged relative files in `source_dir` instead of placing them.
     pub fn with_reference_unchanged(mut self, source_dir: &str) -> Request {
         self.reference_unchanged = Some(source_dir.to_string());
@@ -257,7 +299,8 @@ impl Change {
     }
 }
 
-/// A new state stream: its bytes are the concatenation of `pieces`.
+/// A new state stream: its bytes are the concatenation of `pieces`, or (`keyed`) a keyed stream
+/// that `commit::stage` rewrites from the old one.
 #[derive(Clone, Debug)]
 pub struct NewStream {
     /// File name in the output directory (None: inline, the bytes go into `_metadata`).
@@ -265,7 +308,9 @@ pub struct NewStream {
     /// What it replaces (the old handle's location).
     pub replaces: String,
     pub pieces: Vec<Bytes>,
+    /// Its length; for a keyed rewrite an estimate until it is staged.
     pub len: u64,
+    pub keyed: Option<keyed::StreamRewrite>,
 }
 
 #[derive(Debug)]
@@ -278,6 +323,23 @@ pub struct Plan {
     pub relocated: Vec<(String, String)>,
     /// The size of the new `_metadata`.
     pub metadata_bytes: u64,
+    /// The keyed handles a keyed surgery changes, with the bytes read and written for each.
+    pub keyed: Vec<keyed::KeyedHandleChange>,
+    /// How many keyed streams the stage rewrites at once.
+    pub threads: usize,
+}
+
+impl Plan {
+    /// Bytes the plan and its stage read of the checkpoint's keyed state.
+    pub fn keyed_bytes_read(&self) -> u64 {
+        self.keyed.iter().map(|k| k.bytes_read).sum()
+    }
+
+    /// Bytes written for keyed state: exact once staged (see `commit::Staged::keyed`), else an
+    /// estimate where a removal from a key-groups file is still to be written.
+    pub fn keyed_bytes_written(&self) -> u64 {
+        self.keyed.iter().map(|k| k.bytes_written).sum()
+    }
 }
 
 /// Computes the surgery. Fails if an operation selects nothing, so that a typo never passes
@@ -303,6 +365,36 @@ pub fn plan(
         return Err(Error::InvalidArgument(
             "a Kafka surgery goes alone in its request".into(),
         ));
+    }
+    let keyed_ops: Vec<(&Selector, &keyed::KeyedOperation)> = req
+        .operations
+        .iter()
+        .filter_map(|o| match o {
+            Operation::Keyed { operators, op } => Some((operators, op)),
+            _ => None,
+        })
+        .collect();
+    if !keyed_ops.is_empty() && keyed_ops.len() < req.operations.len() {
+        return Err(Error::InvalidArgument(
+            "a keyed-state surgery goes in a request of keyed-state surgeries only".into(),
+        ));
+    }
+    let threads = req
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    if !keyed_ops.is_empty() {
+        if req.depth == Depth::MetadataOnly {
+            return Err(Error::InvalidArgument(
+                "a keyed state cannot be removed from _metadata only: the keyed meta info in \
+                 the state files names it"
+                    .into(),
+            ));
+        }
+        let planned = keyed::plan(cp, &mut md, &keyed_ops, name_stream, &mut changes)?;
+        let mut plan = finish(req, md, planned.streams, changes, relocated, threads)?;
+        plan.keyed = planned.handles;
+        return Ok(plan);
     }
     for op in &req.operations {
         let hit = match op {
@@ -342,6 +434,7 @@ pub fn plan(
                 &mut kafka_streams,
                 &mut nothing,
             )?,
+            Operation::Keyed { .. } => unreachable!("keyed requests are planned above"),
         };
         if !hit {
             return Err(Error::NothingSelected(if nothing.is_empty() {
@@ -354,6 +447,19 @@ pub fn plan(
     rename::check_unique(&md, &renamed)?;
     let mut new_streams = removals.apply(cp, &mut md, req.depth, name_stream, &mut changes)?;
     new_streams.append(&mut kafka_streams);
+    finish(req, md, new_streams, changes, relocated, threads)
+}
+
+/// The plan of the new model: with `--reference-unchanged`, the unchanged files referenced where
+/// they are; and its `_metadata`'s size.
+fn finish(
+    req: &Request,
+    mut md: CheckpointMetadata,
+    new_streams: Vec<NewStream>,
+    mut changes: Vec<Change>,
+    relocated: Vec<(String, String)>,
+    threads: usize,
+) -> Result<Plan> {
     if let Some(base) = &req.reference_unchanged {
         let new_files: std::collections::HashSet<&str> = new_streams
             .iter()
@@ -361,19 +467,26 @@ pub fn plan(
             .collect();
         relocate::reference_unchanged(&mut md, base, &new_files, &mut changes);
     }
-    // Its size, and a string the request brought in (a uid, a name, a relocated path) longer
-    // than Flink's writeUTF takes refused here, not written short.
-    let mut sized = crate::codec::io::Writer::new(std::io::sink());
-    md.write(&mut sized)
-        .map_err(|e| Error::InvalidArgument(format!("the new _metadata cannot be written: {e}")))?;
+    let metadata_bytes = metadata_size(&md)?;
     Ok(Plan {
         changes,
         metadata: md,
         new_streams,
         depth: req.depth,
         relocated,
-        metadata_bytes: sized.written(),
+        metadata_bytes,
+        keyed: Vec::new(),
+        threads,
     })
+}
+
+/// The new `_metadata`'s size; a string the request brought in (a uid, a name, a relocated path)
+/// longer than Flink's writeUTF takes is refused here, not written short.
+fn metadata_size(md: &CheckpointMetadata) -> Result<u64> {
+    let mut sized = crate::codec::io::Writer::new(std::io::sink());
+    md.write(&mut sized)
+        .map_err(|e| Error::InvalidArgument(format!("the new _metadata cannot be written: {e}")))?;
+    Ok(sized.written())
 }
 
 /// Marks a `FileStateHandle` path that `commit::stage` replaces with the new file's path.
@@ -412,6 +525,7 @@ pub fn replace_stream(
             replaces,
             pieces: Vec::new(),
             len,
+            keyed: None,
         };
         return Ok((handle, stream));
     }
@@ -433,6 +547,7 @@ pub fn replace_stream(
         replaces,
         pieces,
         len,
+        keyed: None,
     };
     Ok((handle, stream))
 }

@@ -20,6 +20,7 @@ use crate::report::keyed::{
     SerializerReport, SnapshotReport,
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
+use crate::surgery::keyed::KeyedOperation;
 use crate::surgery::{Depth, NewIdentity, Operation, Request, Selector};
 use bytes::Bytes;
 
@@ -127,6 +128,9 @@ pub fn plan() -> PlanSummary {
         new_streams: vec![(s("stream.fileName"), s("stream.replaces"), 1006)],
         operators: 4,
         relocated: vec![(s("relocated.old"), s("relocated.new"))],
+        keyed_bytes_read: 1008,
+        keyed_bytes_written: 1009,
+        threads: 5,
         staged: Some(StagedSummary {
             metadata_tmp: s("staged.metadataTmp"),
             metadata_bytes: 1007,
@@ -247,6 +251,7 @@ pub fn request(name: &str) -> Option<Request> {
         }],
         depth: Depth::Purge,
         reference_unchanged: None,
+        threads: None,
     };
     Some(match name {
         "request" => Request {
@@ -292,6 +297,7 @@ pub fn request(name: &str) -> Option<Request> {
             ],
             depth: Depth::MetadataOnly,
             reference_unchanged: Some(s("request.referencedSource")),
+            threads: None,
         },
         "migrate-legacy" => kafka(KafkaOperation::MigrateLegacy {
             enum_state_version: 3,
@@ -302,6 +308,26 @@ pub fn request(name: &str) -> Option<Request> {
             topic: s("drop.topic"),
             partition: Some(5),
         }),
+        "keyed" => Request {
+            operations: vec![
+                Operation::Keyed {
+                    operators: Selector::Uid(s("keyed.uid")),
+                    op: KeyedOperation::RemoveState {
+                        state: JStr::new("keyed.remove"),
+                    },
+                },
+                Operation::Keyed {
+                    operators: Selector::All,
+                    op: KeyedOperation::RenameState {
+                        from: JStr::new("keyed.from"),
+                        to: JStr::new("keyed.to"),
+                    },
+                },
+            ],
+            depth: Depth::Purge,
+            reference_unchanged: Some(s("keyed.referencedSource")),
+            threads: Some(3),
+        },
         "set-offsets" => kafka(KafkaOperation::SetOffsets {
             topic: s("set.topic"),
             partition: Some(6),

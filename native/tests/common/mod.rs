@@ -34,3 +34,23 @@ pub fn copy_fixture(dir: &Path) -> PathBuf {
     }
     to
 }
+
+/// Opens a retained checkpoint of a fixture whose shared files Flink referenced by absolute paths
+/// below the job directory it wrote them in (`.../<job>/shared/...`): that directory is read from
+/// the fixture directory holding the checkpoint, as a mirror.
+pub fn open_retained(chk: &Path) -> checkpoint_surgeon::commit::Checkpoint {
+    let mut cp = checkpoint_surgeon::commit::Checkpoint::open(chk).unwrap();
+    let mut prefix = None;
+    cp.metadata.visit_stream_handles(&mut |h| {
+        if let checkpoint_surgeon::codec::handles::StreamHandle::File { path, .. } = h {
+            let p = path.to_string();
+            if let Some(i) = p.find("/shared/") {
+                prefix = Some(p[..i + 1].to_string());
+            }
+        }
+    });
+    if let Some(p) = prefix {
+        cp.add_mirror(&p, chk.parent().unwrap().to_path_buf());
+    }
+    cp
+}

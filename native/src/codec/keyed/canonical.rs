@@ -29,9 +29,8 @@ use crate::codec::snappy;
 use crate::error::{Error, Result};
 
 /// The snappy framing stream identifier chunk.
-pub const STREAM_IDENTIFIER: [u8; 10] =
-    [0xFF, 0x06, 0x00, 0x00, b's', b'N', b'a', b'P', b'p', b'Y'];
-const END_OF_KEY_GROUP_MARK: u16 = 0xFFFF;
+pub use crate::codec::snappy::STREAM_IDENTIFIER;
+pub const END_OF_KEY_GROUP_MARK: u16 = 0xFFFF;
 /// How many bytes of an uncompressed key group are handed to the parser at a time.
 const FEED: usize = 1 << 20;
 
@@ -102,6 +101,39 @@ pub fn count(
     offsets: &Offsets,
     prefix_bytes: usize,
 ) -> Result<StreamCounts> {
+    walk(
+        src,
+        meta,
+        first_key_group,
+        offsets,
+        prefix_bytes,
+        &mut |_| Ok(()),
+    )
+}
+
+/// What [`walk`] finds, in stream order.
+pub enum Event<'a> {
+    /// A key group with data begins (at this offset of the stream).
+    KeyGroup(i32, u64),
+    /// A kvStateId that opens a run of this state (its two bytes belong to no run).
+    Run(usize),
+    /// Bytes of the current run: pairs with their lengths, as stored (decompressed).
+    Bytes(usize, &'a [u8]),
+    /// The end mark of the key group.
+    End,
+}
+
+/// Walks the key groups with data of a canonical stream, handing `visit` every run and its bytes
+/// (decompressed when the stream is compressed) in stream order, and counts them per state.
+/// Memory: one snappy chunk or one read of the source at a time.
+pub fn walk(
+    src: &dyn RangeSource,
+    meta: &KeyedBackendMeta,
+    first_key_group: i32,
+    offsets: &Offsets,
+    prefix_bytes: usize,
+    visit: &mut dyn FnMut(Event<'_>) -> Result<()>,
+) -> Result<StreamCounts> {
     let n = meta.states.len();
     let mut out = StreamCounts::new(n);
     out.stored_apportioned = meta.compressed;
@@ -116,6 +148,7 @@ pub fn count(
     let mut w = Window::new(src);
     let mut decoded = Vec::new();
     for (kg, start, end) in blocks {
+        visit(Event::KeyGroup(kg, start))?;
         let mut p = RunParser::new(n, kg, prefix_bytes);
         if meta.compressed {
             let mut at = start;
@@ -149,7 +182,7 @@ pub fn count(
                     let body = w.exact(at + 4, len, "a snappy chunk")?;
                     decoded.clear();
                     snappy::decode_data_chunk(kind, body, at, &mut decoded)?;
-                    let used = p.feed(&decoded, &|_| at)?;
+                    let used = p.feed_with(&decoded, &|_| at, visit)?;
                     if used < decoded.len() {
                         return Err(Error::format(
                             at,
@@ -170,7 +203,7 @@ pub fn count(
             while at < end && !p.done() {
                 let chunk = w.get(at, FEED)?;
                 let take = chunk.len().min((end - at) as usize).min(FEED);
-                let used = p.feed(&chunk[..take], &|i| at + i as u64)?;
+                let used = p.feed_with(&chunk[..take], &|i| at + i as u64, visit)?;
                 at += used as u64;
             }
             p.finish(at)?;
@@ -250,9 +283,30 @@ impl RunParser {
 
     /// Feeds bytes; returns how many were used (all, unless the end mark came first). `at` gives
     /// the file offset of a byte of `data`, for messages.
+    #[cfg(test)]
     fn feed(&mut self, data: &[u8], at: &dyn Fn(usize) -> u64) -> Result<usize> {
+        self.feed_with(data, at, &mut |_| Ok(()))
+    }
+
+    /// [`Self::feed`], handing `visit` each run's kvStateId, its bytes (as long slices of `data`
+    /// as the runs allow) and the end mark, in order.
+    fn feed_with(
+        &mut self,
+        data: &[u8],
+        at: &dyn Fn(usize) -> u64,
+        visit: &mut dyn FnMut(Event<'_>) -> Result<()>,
+    ) -> Result<usize> {
         let mut i = 0;
+        // where the bytes of the current run begin in `data`, while inside a run
+        let mut run_from =
+            (!matches!(self.phase, Phase::StateId | Phase::Next | Phase::Done)).then_some(0usize);
         while i < data.len() {
+            if self.phase == Phase::KeyLen && self.have == 0 {
+                i = self.whole_pairs(data, i, at)?;
+                if i == data.len() {
+                    break;
+                }
+            }
             match self.phase {
                 Phase::Done => return Ok(i),
                 Phase::Key | Phase::Value => {
@@ -266,37 +320,105 @@ impl RunParser {
                     self.left -= n as u64;
                     i += n;
                     if self.left == 0 {
-                        self.field_done(at(i))?;
+                        self.field_done(at(i), visit)?;
                     }
                 }
-                _ => {
-                    let need = if matches!(self.phase, Phase::StateId | Phase::Next) {
-                        2
-                    } else {
-                        4
-                    };
+                phase => {
+                    let id = matches!(phase, Phase::StateId | Phase::Next);
+                    if id {
+                        if let Some(from) = run_from.take() {
+                            if i > from {
+                                visit(Event::Bytes(self.state, &data[from..i]))?;
+                            }
+                        }
+                    }
+                    let need = if id { 2 } else { 4 };
                     let n = (need - self.have).min(data.len() - i);
                     self.int[self.have..self.have + n].copy_from_slice(&data[i..i + n]);
                     self.have += n;
                     i += n;
                     if self.have == need {
                         self.have = 0;
-                        self.field_done(at(i - need.min(i)))?;
+                        self.field_done(at(i - need.min(i)), visit)?;
+                        if id && self.phase != Phase::Done {
+                            run_from = Some(i);
+                        }
                     }
                 }
+            }
+        }
+        if let Some(from) = run_from {
+            if i > from {
+                visit(Event::Bytes(self.state, &data[from..i]))?;
             }
         }
         Ok(i)
     }
 
-    fn field_done(&mut self, at: u64) -> Result<()> {
+    /// Parses the pairs that lie whole in `data` from `i` (at a key length) in one loop, up to
+    /// the first flagged pair or the first pair that the end of `data` cuts; what is left goes
+    /// through the field-by-field state machine. Returns where it stopped.
+    fn whole_pairs(
+        &mut self,
+        data: &[u8],
+        mut i: usize,
+        at: &dyn Fn(usize) -> u64,
+    ) -> Result<usize> {
+        let be = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let (mut entries, mut raw) = (0u64, 0u64);
+        while i + 4 <= data.len() {
+            let kl = be(&data[i..]);
+            if kl < self.prefix as i32 || i + 8 + kl as usize > data.len() {
+                break; // a bad length is reported by the state machine, with its offset
+            }
+            let k = i + 4;
+            let v = k + kl as usize;
+            let vl = be(&data[v..]);
+            if vl < 0 || v + 4 + vl as usize > data.len() {
+                break;
+            }
+            let head = data[k] & 0x7F;
+            let written = if self.prefix == 1 {
+                head as i32
+            } else {
+                (head as i32) << 8 | data[k + 1] as i32
+            };
+            if written != self.key_group {
+                return Err(Error::format(
+                    at(v),
+                    format!(
+                        "a key of key group {} (its {}-byte prefix)",
+                        self.key_group, self.prefix
+                    ),
+                    Some(format!("key group {written}")),
+                ));
+            }
+            entries += 1;
+            raw += 8 + kl as u64 + vl as u64;
+            i = v + 4 + vl as usize;
+            if data[k] & 0x80 != 0 {
+                self.phase = Phase::Next;
+                break;
+            }
+        }
+        let r = &mut self.raw[self.state];
+        r.0 += entries;
+        r.1 += raw;
+        Ok(i)
+    }
+
+    fn field_done(
+        &mut self,
+        at: u64,
+        visit: &mut dyn FnMut(Event<'_>) -> Result<()>,
+    ) -> Result<()> {
         let kg = self.key_group;
         match self.phase {
             Phase::StateId | Phase::Next => {
                 let id = u16::from_be_bytes([self.int[0], self.int[1]]);
                 if self.phase == Phase::Next && id == END_OF_KEY_GROUP_MARK {
                     self.phase = Phase::Done;
-                    return Ok(());
+                    return visit(Event::End);
                 }
                 if id as usize >= self.states {
                     return Err(Error::format(
@@ -311,6 +433,7 @@ impl RunParser {
                 self.state = id as usize;
                 self.raw[self.state].1 += 2;
                 self.phase = Phase::KeyLen;
+                visit(Event::Run(self.state))?;
             }
             Phase::KeyLen | Phase::ValueLen => {
                 let v = i32::from_be_bytes(self.int);
@@ -339,7 +462,7 @@ impl RunParser {
                     self.phase = Phase::Value;
                 }
                 if self.left == 0 {
-                    self.field_done(at)?;
+                    self.field_done(at, visit)?;
                 }
             }
             Phase::Key => {

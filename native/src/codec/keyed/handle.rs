@@ -294,20 +294,7 @@ pub fn read_key_groups_stream(
     let kind = key_groups_kind(code);
     let range = (kg.start_key_group, kg.offsets.len() as i32);
     let len = stream.len();
-    let header_len = kg
-        .offsets
-        .iter()
-        .filter(|&o| o != 0)
-        .min()
-        .map_or(len, |o| (o.max(0) as u64).min(len));
-    let meta = read_meta(stream, header_len)?;
-    let format = if code == 7 {
-        SnapshotFormat::Canonical
-    } else if looks_like_heap(stream, kg, &meta)? {
-        SnapshotFormat::HeapCheckpoint
-    } else {
-        SnapshotFormat::Canonical
-    };
+    let (meta, format) = key_groups_format(code, kg, stream)?;
     let mut r = HandleReading::new(kind, format, range);
     let counts: StreamCounts = match format {
         SnapshotFormat::HeapCheckpoint => heap::count(
@@ -331,6 +318,31 @@ pub fn read_key_groups_stream(
     Ok(r)
 }
 
+/// The meta info of a key-groups handle's stream (the bytes before the first key group) and the
+/// format its key groups are in.
+pub fn key_groups_format(
+    code: u8,
+    kg: &KeyGroups,
+    stream: &dyn RangeSource,
+) -> Result<(KeyedBackendMeta, SnapshotFormat)> {
+    let len = stream.len();
+    let header_len = kg
+        .offsets
+        .iter()
+        .filter(|&o| o != 0)
+        .min()
+        .map_or(len, |o| (o.max(0) as u64).min(len));
+    let meta = read_meta(stream, header_len)?;
+    let format = if code == 7 {
+        SnapshotFormat::Canonical
+    } else if looks_like_heap(stream, kg, &meta)? {
+        SnapshotFormat::HeapCheckpoint
+    } else {
+        SnapshotFormat::Canonical
+    };
+    Ok((meta, format))
+}
+
 /// Flink's class of a key-groups handle of this code (`KeyedHandle::kind`).
 fn key_groups_kind(code: u8) -> &'static str {
     if code == 7 {
@@ -341,7 +353,7 @@ fn key_groups_kind(code: u8) -> &'static str {
 }
 
 /// Reads the meta info that is the first `len` bytes of `stream`.
-fn read_meta(stream: &dyn RangeSource, len: u64) -> Result<KeyedBackendMeta> {
+pub fn read_meta(stream: &dyn RangeSource, len: u64) -> Result<KeyedBackendMeta> {
     if len > MAX_META_INFO {
         return Err(Error::Unsupported {
             file: String::new(),
@@ -496,13 +508,14 @@ fn read_incremental(h: &KeyedHandle, src: &(dyn StreamSource + Sync)) -> Result<
         match src.sst(h).map_err(|e| e.in_file(&name)) {
             Ok(file) => {
                 let p = file.properties;
-                f.column_family = p.column_family_name.clone().or_else(|| {
-                    rocks
-                        .manifest
-                        .as_ref()
-                        .and_then(|m| m.live_file(number))
-                        .map(|cf| cf.name.clone())
-                });
+                // the MANIFEST says which family a file is in now; the property is the name the
+                // family had when the file was written (a renamed family keeps its files)
+                f.column_family = rocks
+                    .manifest
+                    .as_ref()
+                    .and_then(|m| m.live_file(number))
+                    .map(|cf| cf.name.clone())
+                    .or_else(|| p.column_family_name.clone());
                 let count = StateCount {
                     entries: p.num_entries,
                     raw_bytes: p.raw_key_size + p.raw_value_size,

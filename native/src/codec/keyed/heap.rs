@@ -92,18 +92,98 @@ pub fn count(
 ) -> Result<StreamCounts> {
     let n = meta.states.len();
     let mut out = StreamCounts::new(n);
-    let layouts = mapping_layouts(meta);
-    let blocks = key_group_blocks(first_key_group, offsets, meta.len as u64, src.len(), true)?;
+    let mut seen = vec![false; n];
     let mut w = Window::new(src);
-    let mut note = |offset: u64, message: String| {
-        if !notes.iter().any(|x| x.message == message) {
-            notes.push(Note {
-                file: file.to_string(),
-                offset,
-                message,
-            });
+    walk(&mut w, meta, first_key_group, offsets, &mut |_, ev| {
+        match ev {
+            Event::KeyGroup(..) => {
+                out.overhead_bytes += 4;
+                out.key_groups_with_data += 1;
+                seen.fill(false);
+            }
+            Event::Part(p) => {
+                seen[p.state] = true;
+                let c = &mut out.states[p.state];
+                c.entries += p.entries;
+                c.raw_bytes += p.raw;
+                c.stored_bytes += p.end - p.at;
+            }
+            Event::Unframed(u) => {
+                // the rest of this key group: its later parts cannot be found
+                let message = format!(
+                    "{}; the rest of each key group after it is counted as one sum",
+                    u.reason
+                );
+                if !notes.iter().any(|x| x.message == message) {
+                    notes.push(Note {
+                        file: file.to_string(),
+                        offset: u.body,
+                        message,
+                    });
+                }
+                out.states[u.state].entries += u.entries;
+                out.states[u.state].complete = false;
+                for (i, st) in out.states.iter_mut().enumerate() {
+                    if !seen[i] {
+                        st.complete = false;
+                    }
+                }
+                out.unattributed_bytes += u.end - u.at;
+            }
         }
-    };
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// A state's part of a heap key group, as [`walk`] finds it.
+pub struct Part {
+    /// Its kvStateId.
+    pub state: usize,
+    /// Where it starts (its kvStateId, or its stream identifier when compressed) and ends.
+    pub at: u64,
+    pub end: u64,
+    /// Its mappings, and its bytes uncompressed.
+    pub entries: u64,
+    pub raw: u64,
+}
+
+/// An uncompressed part whose end cannot be found: its serializers' layout is not known (or
+/// its mappings do not have it), and it is not the key group's last part.
+pub struct Unframed {
+    pub state: usize,
+    pub at: u64,
+    /// Where its mappings start.
+    pub body: u64,
+    /// The end of the key group: the rest of it from `at` holds this and the later parts.
+    pub end: u64,
+    pub entries: u64,
+    pub reason: String,
+}
+
+/// What [`walk`] finds, in stream order.
+pub enum Event {
+    /// A key group begins (its id at this offset).
+    KeyGroup(i32, u64),
+    Part(Part),
+    /// The rest of the key group cannot be split into parts (the walk goes on with the next one).
+    Unframed(Unframed),
+}
+
+/// Walks every key group of a heap checkpoint stream, part by part, checking the key-group ids,
+/// the kvStateIds (each state once per key group) and that the parts fill each key group. A
+/// compressed part is delimited by its frames; an uncompressed one by its serializers' layouts
+/// (the last of a key group ends with it). `visit` gets the window, to read the bytes it wants.
+pub fn walk(
+    w: &mut Window,
+    meta: &KeyedBackendMeta,
+    first_key_group: i32,
+    offsets: &Offsets,
+    visit: &mut dyn FnMut(&mut Window, Event) -> Result<()>,
+) -> Result<()> {
+    let n = meta.states.len();
+    let layouts = mapping_layouts(meta);
+    let blocks = key_group_blocks(first_key_group, offsets, meta.len as u64, w.len(), true)?;
     for (kg, start, end) in blocks {
         let written = w.i32(start, "a key-group id")?;
         if written != kg {
@@ -113,8 +193,7 @@ pub fn count(
                 Some(written.to_string()),
             ));
         }
-        out.overhead_bytes += 4;
-        out.key_groups_with_data += 1;
+        visit(w, Event::KeyGroup(kg, start))?;
         let mut seen = vec![false; n];
         let mut at = start + 4;
         for part in 0..n {
@@ -125,61 +204,69 @@ pub fn count(
                     Some(format!("the end of the key group at byte {end}")),
                 ));
             }
-            let last = part + 1 == n;
             if meta.compressed {
-                let (id, count, raw, part_end) = compressed_part(&mut w, at, end, kg)?;
-                let s = check_id(id, n, &mut seen, at, kg)?;
-                let c = &mut out.states[s];
-                c.entries += count;
-                c.raw_bytes += raw;
-                c.stored_bytes += part_end - at;
+                let (id, entries, raw, part_end) = compressed_part(w, at, end, kg)?;
+                let state = check_id(id, n, &mut seen, at, kg)?;
+                visit(
+                    w,
+                    Event::Part(Part {
+                        state,
+                        at,
+                        end: part_end,
+                        entries,
+                        raw,
+                    }),
+                )?;
                 at = part_end;
                 continue;
             }
             let id = w.i16(at, "a kvStateId")?;
             let count = w.i32(at + 2, "the number of mappings")?;
-            let s = check_id(id as u16, n, &mut seen, at, kg)?;
+            let state = check_id(id as u16, n, &mut seen, at, kg)?;
             if count < 0 {
                 return Err(Error::format(
                     at + 2,
                     format!(
                         "a number of mappings of state '{}' in key group {kg}",
-                        meta.states[s].name
+                        meta.states[state].name
                     ),
                     Some(count.to_string()),
                 ));
             }
-            out.states[s].entries += count as u64;
             let body = at + 6;
-            let walked = match &layouts[s] {
-                Ok(layout) => skip(&mut w, layout, body, end, count as u64),
+            let walked = match &layouts[state] {
+                Ok(layout) => skip(w, layout, body, end, count as u64),
                 Err(reason) => Err(reason.clone()),
             };
             let part_end = match walked {
                 Ok(e) => e,
-                Err(_) if last => end,
+                Err(_) if part + 1 == n => end,
                 Err(reason) => {
-                    // the rest of this key group: its later parts cannot be found
-                    note(
-                        body,
-                        format!(
-                            "{reason}; the rest of each key group after it is counted as one sum"
-                        ),
-                    );
-                    out.states[s].complete = false;
-                    for (i, st) in out.states.iter_mut().enumerate() {
-                        if !seen[i] {
-                            st.complete = false;
-                        }
-                    }
-                    out.unattributed_bytes += end - at;
+                    visit(
+                        w,
+                        Event::Unframed(Unframed {
+                            state,
+                            at,
+                            body,
+                            end,
+                            entries: count as u64,
+                            reason,
+                        }),
+                    )?;
                     at = end;
                     break;
                 }
             };
-            let c = &mut out.states[s];
-            c.raw_bytes += part_end - at;
-            c.stored_bytes += part_end - at;
+            visit(
+                w,
+                Event::Part(Part {
+                    state,
+                    at,
+                    end: part_end,
+                    entries: count as u64,
+                    raw: part_end - at,
+                }),
+            )?;
             at = part_end;
         }
         if at != end {
@@ -192,7 +279,7 @@ pub fn count(
             ));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn check_id(id: u16, n: usize, seen: &mut [bool], at: u64, kg: i32) -> Result<usize> {

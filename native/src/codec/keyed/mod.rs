@@ -8,7 +8,9 @@
 //! - [`heap`]: the heap backend's full checkpoint format (`HeapSnapshotStrategy`);
 //! - [`sst`]: a RocksDB SST file's footer and properties block (ranged reads, never the data);
 //! - [`manifest`]: a RocksDB MANIFEST (the log of `VersionEdit`s: column families, live files);
-//! - [`handle`]: one keyed handle of any kind, read into a [`HandleReading`].
+//! - [`handle`]: one keyed handle of any kind, read into a [`HandleReading`];
+//! - [`rewrite`]: the stream of a key-groups handle rewritten without some states, or with states
+//!   renamed (keyed surgery).
 //!
 //! Streams are read through a [`RangeSource`] (`read_at(offset, len)`): a mapped local file, an
 //! inline handle, or later a Flink path through Java. Memory stays bounded whatever the stream's
@@ -20,6 +22,7 @@ pub mod handle;
 pub mod heap;
 pub mod manifest;
 pub mod meta;
+pub mod rewrite;
 pub mod sst;
 
 pub use handle::{read_handle, HandleReading, SnapshotFormat};

@@ -17,7 +17,6 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.contrib.streaming.state.EmbeddedRocksDBStateBackend;
 import org.apache.flink.runtime.state.hashmap.HashMapStateBackend;
 import org.apache.flink.state.api.OperatorIdentifier;
 import org.apache.flink.state.api.OperatorTransformation;
@@ -49,6 +48,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * KeyedBench canonical OUT KEYS       the State Processor API writes a canonical savepoint (RocksDB backend,
  *                                     parallelism 2): per key a 200-byte value, a list of 2 and a map of 3
  * KeyedBench spa-read SAVEPOINT       the State Processor API reads the same states and counts their entries
+ * KeyedBench spa-remove SAVEPOINT OUT the State Processor API rebuilds the savepoint without the state "value"
+ *                                     (issue 28's comparison): reads list and map of every key, bootstraps them
+ *                                     into a new operator of the same uid, keeps the other operators
  * KeyedBench rocksdb DIR KEYS         a streaming job writes KEYS random 1 KiB values into RocksDB (SST files of
  *                                     1 MiB) and takes one incremental checkpoint; prints its directory
  * KeyedBench s3proxy DIR PORT_FILE    runs S3Proxy (bucket "bench") until killed
@@ -70,6 +72,9 @@ public final class KeyedBench {
                 break;
             case "spa-read":
                 spaRead(args[1]);
+                break;
+            case "spa-remove":
+                spaRemove(args[1], args[2]);
                 break;
             case "rocksdb":
                 rocksdb(Paths.get(args[1]), Long.parseLong(args[2]));
@@ -176,6 +181,82 @@ public final class KeyedBench {
             long m = 0;
             for (Long ignored : map.keys()) m++;
             out.collect(new long[] {value.value() != null ? 1 : 0, list.get().iterator().hasNext() ? 1 : 0, m});
+        }
+    }
+
+    // ---- the State Processor API removing a keyed state (bench/keyed-surgery.sh)
+
+    /**
+     * What a user without checkpoint-surgeon writes to drop the keyed state "value": the State
+     * Processor API cannot remove one state of an operator, so the operator is rebuilt from the
+     * states it keeps (read with the job's types) and replaces the old one.
+     */
+    private static void spaRemove(String savepoint, String out) throws Exception {
+        long t0 = System.nanoTime();
+        StreamExecutionEnvironment env = local(2);
+        env.setRuntimeMode(RuntimeExecutionMode.BATCH);
+        // the heap backend on both sides: Flink's fastest route for a canonical savepoint (with RocksDB
+        // the writer flushes every few dozen entries)
+        SavepointReader reader = SavepointReader.read(env, savepoint, new HashMapStateBackend());
+        org.apache.flink.streaming.api.datastream.DataStream<long[]> kept =
+                reader.readKeyedState(OperatorIdentifier.forUid(UID), new Kept());
+        SavepointWriter.fromExistingSavepoint(env, savepoint, new HashMapStateBackend())
+                .removeOperator(OperatorIdentifier.forUid(UID))
+                .withOperator(OperatorIdentifier.forUid(UID), OperatorTransformation.bootstrapWith(kept)
+                        .keyBy(r -> r[0]).transform(new Rebuild()))
+                .write(out);
+        env.execute("remove keyed state value");
+        System.out.printf(Locale.ROOT, "spa-remove seconds=%.1f%n", (System.nanoTime() - t0) / 1e9);
+    }
+
+    /** Per key: {key, list size, list..., map size, (map key, map value)...}. */
+    static final class Kept extends KeyedStateReaderFunction<Long, long[]> {
+        private transient ListState<Long> list;
+        private transient MapState<Long, Long> map;
+
+        @Override
+        public void open(Configuration parameters) {
+            list = getRuntimeContext().getListState(new ListStateDescriptor<>("list", Types.LONG));
+            map = getRuntimeContext().getMapState(new MapStateDescriptor<>("map", Types.LONG, Types.LONG));
+        }
+
+        @Override
+        public void readKey(Long key, Context ctx, Collector<long[]> out) throws Exception {
+            List<Long> r = new ArrayList<>();
+            r.add(key);
+            List<Long> l = new ArrayList<>();
+            for (Long v : list.get()) l.add(v);
+            r.add((long) l.size());
+            r.addAll(l);
+            List<Long> m = new ArrayList<>();
+            for (java.util.Map.Entry<Long, Long> e : map.entries()) {
+                m.add(e.getKey());
+                m.add(e.getValue());
+            }
+            r.add((long) m.size() / 2);
+            r.addAll(m);
+            out.collect(r.stream().mapToLong(Long::longValue).toArray());
+        }
+    }
+
+    /** Writes back what {@link Kept} read. */
+    static final class Rebuild extends KeyedStateBootstrapFunction<Long, long[]> {
+        private transient ListState<Long> list;
+        private transient MapState<Long, Long> map;
+
+        @Override
+        public void open(Configuration parameters) {
+            list = getRuntimeContext().getListState(new ListStateDescriptor<>("list", Types.LONG));
+            map = getRuntimeContext().getMapState(new MapStateDescriptor<>("map", Types.LONG, Types.LONG));
+        }
+
+        @Override
+        public void processElement(long[] r, Context ctx) throws Exception {
+            int i = 1;
+            int n = (int) r[i++];
+            for (int j = 0; j < n; j++) list.add(r[i++]);
+            int m = (int) r[i++];
+            for (int j = 0; j < m; j++, i += 2) map.put(r[i], r[i + 1]);
         }
     }
 

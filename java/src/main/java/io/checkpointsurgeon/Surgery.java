@@ -195,6 +195,10 @@ public final class Surgery {
 
         /** {@code partition} may be null (every partition). */
         void setKafkaOffsets(OperatorSelector operators, String topic, Integer partition, KafkaStart to);
+
+        void removeKeyedState(OperatorSelector operators, String state);
+
+        void renameKeyedState(OperatorSelector operators, String state, String newName);
     }
 
     /** One operation: a call of {@link Visitor} to replay. */
@@ -206,6 +210,7 @@ public final class Surgery {
     private boolean metadataOnly;
     private boolean copyUnchangedFiles;
     private boolean referenceUnchangedFiles;
+    private Integer threads;
 
     private Surgery() {}
 
@@ -280,6 +285,57 @@ public final class Surgery {
                     + ": no 'OLD NEW' line");
         }
         return s;
+    }
+
+    // ---- Keyed state
+
+    /**
+     * Removes the keyed state {@code stateName} (value, list, map, reducing, aggregating state or a
+     * timer queue) from the selected operators: its meta info and every entry of it, in every kind
+     * of keyed snapshot (canonical savepoints, heap checkpoints, RocksDB native savepoints and
+     * incremental checkpoints: there its column family is dropped in the instance's MANIFEST and
+     * its SST files leave the handle). The operator's other keyed states, timers and operator state
+     * stay as they are. Changelog handles are refused (take a savepoint first).
+     */
+    public static Surgery removeKeyedState(OperatorSelector operators, String stateName) {
+        return new Surgery().andRemoveKeyedState(operators, stateName);
+    }
+
+    /**
+     * Renames the keyed state {@code stateName} of the selected operators to {@code newName}, so
+     * that a job registering {@code newName} with the old type reads every old value.
+     */
+    public static Surgery renameKeyedState(OperatorSelector operators, String stateName, String newName) {
+        return new Surgery().andRenameKeyedState(operators, stateName, newName);
+    }
+
+    public Surgery andRemoveKeyedState(OperatorSelector operators, String stateName) {
+        checkName(stateName);
+        Objects.requireNonNull(operators, "operators");
+        return and(v -> v.removeKeyedState(operators, stateName));
+    }
+
+    public Surgery andRenameKeyedState(OperatorSelector operators, String stateName, String newName) {
+        checkName(stateName);
+        checkName(newName);
+        Objects.requireNonNull(operators, "operators");
+        if (stateName.equals(newName)) throw new IllegalArgumentException("the new name is the old one: " + newName);
+        return and(v -> v.renameKeyedState(operators, stateName, newName));
+    }
+
+    /**
+     * How many keyed state files a keyed surgery rewrites at once (each in bounded memory); the
+     * default is the machine's core count.
+     */
+    public Surgery threads(int threads) {
+        if (threads < 1) throw new IllegalArgumentException("threads is at least 1; got " + threads);
+        this.threads = threads;
+        return this;
+    }
+
+    /** The threads set with {@link #threads(int)}, or null for one per core. */
+    public Integer threadCount() {
+        return threads;
     }
 
     // ---- Kafka

@@ -28,12 +28,18 @@ public final class SurgeryPlan {
     private final List<NewStream> newStreams;
     private final Result result;
     private final List<Relocation> relocated;
+    private final KeyedFigures keyed;
 
     public SurgeryPlan(String source, Depth depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result) {
         this(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result, List.of());
     }
 
     public SurgeryPlan(String source, Depth depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result, List<Relocation> relocated) {
+        this(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result, relocated, null);
+    }
+
+    public SurgeryPlan(String source, Depth depth, long metadataBytesBefore, long metadataBytesAfter, List<Change> changes, List<NewStream> newStreams, Result result, List<Relocation> relocated, KeyedFigures keyed) {
+        this.keyed = keyed != null && keyed.bytesRead() == 0 && keyed.bytesWritten() == 0 ? null : keyed;
         this.relocated = relocated;
         this.source = source;
         this.depth = depth;
@@ -77,6 +83,56 @@ public final class SurgeryPlan {
         return relocated;
     }
 
+    /** What a keyed surgery reads and writes of keyed state (null for other surgeries). */
+    public KeyedFigures keyed() {
+        return keyed;
+    }
+
+    /**
+     * The bytes of keyed state a keyed surgery reads and writes: before {@code apply} the plan's
+     * figures (a removal from a key-groups file is estimated), after it what the rewrite did; and
+     * how many files it rewrites at once.
+     */
+    public static final class KeyedFigures {
+        private final long bytesRead;
+        private final long bytesWritten;
+        private final int threads;
+
+        public KeyedFigures(long bytesRead, long bytesWritten, int threads) {
+            this.bytesRead = bytesRead;
+            this.bytesWritten = bytesWritten;
+            this.threads = threads;
+        }
+
+        public long bytesRead() {
+            return bytesRead;
+        }
+
+        public long bytesWritten() {
+            return bytesWritten;
+        }
+
+        public int threads() {
+            return threads;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof KeyedFigures && bytesRead == ((KeyedFigures) o).bytesRead
+                    && bytesWritten == ((KeyedFigures) o).bytesWritten && threads == ((KeyedFigures) o).threads;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(bytesRead, bytesWritten, threads);
+        }
+
+        @Override
+        public String toString() {
+            return "KeyedFigures[bytesRead=" + bytesRead + ", bytesWritten=" + bytesWritten + ", threads=" + threads + "]";
+        }
+    }
+
     /** One absolute path a relocation rewrote. */
     public static final class Relocation {
         private final String oldPath;
@@ -117,12 +173,12 @@ public final class SurgeryPlan {
         if (this == o) return true;
         if (!(o instanceof SurgeryPlan)) return false;
         SurgeryPlan that = (SurgeryPlan) o;
-        return java.util.Objects.equals(source, that.source) && java.util.Objects.equals(depth, that.depth) && java.util.Objects.equals(metadataBytesBefore, that.metadataBytesBefore) && java.util.Objects.equals(metadataBytesAfter, that.metadataBytesAfter) && java.util.Objects.equals(changes, that.changes) && java.util.Objects.equals(newStreams, that.newStreams) && java.util.Objects.equals(result, that.result);
+        return java.util.Objects.equals(source, that.source) && java.util.Objects.equals(depth, that.depth) && java.util.Objects.equals(metadataBytesBefore, that.metadataBytesBefore) && java.util.Objects.equals(metadataBytesAfter, that.metadataBytesAfter) && java.util.Objects.equals(changes, that.changes) && java.util.Objects.equals(newStreams, that.newStreams) && java.util.Objects.equals(result, that.result) && java.util.Objects.equals(keyed, that.keyed);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result);
+        return java.util.Objects.hash(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, result, keyed);
     }
 
     @Override
@@ -327,7 +383,7 @@ public final class SurgeryPlan {
     }
 
     public long bytesRemoved() {
-        return changes.stream().mapToLong(Change::bytesRemoved).sum();
+        return changes.stream().mapToLong(c -> Math.max(0, c.bytesRemoved())).sum();
     }
 
     public String toJson() {
@@ -336,6 +392,6 @@ public final class SurgeryPlan {
 
     /** This plan with what {@code apply} wrote. */
     public SurgeryPlan withResult(Result r) {
-        return new SurgeryPlan(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, r, relocated);
+        return new SurgeryPlan(source, depth, metadataBytesBefore, metadataBytesAfter, changes, newStreams, r, relocated, keyed);
     }
 }

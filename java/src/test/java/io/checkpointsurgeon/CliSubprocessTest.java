@@ -39,7 +39,8 @@ public class CliSubprocessTest {
                 {"remove-state", "--help"}, {"remove-operator", "--help"}, {"dedupe-union", "--help"},
                 {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"}, {"kafka", "--help"},
                 {"kafka", "migrate-legacy", "--help"}, {"kafka", "drop-topic", "--help"}, {"kafka", "set-offsets", "--help"},
-                {"diff", "--help"}, {"history", "--help"}}) {
+                {"diff", "--help"}, {"history", "--help"}, {"remove-keyed-state", "--help"},
+                {"rename-keyed-state", "--help"}}) {
             Result r = cli(c);
             assertEquals(String.join(" ", c) + ": " + r.err, 0, r.code);
             assertTrue(r.out, r.out.startsWith("Usage: checkpoint-surgeon"));
@@ -47,6 +48,38 @@ public class CliSubprocessTest {
         Result v = cli("--version");
         assertEquals(0, v.code);
         assertTrue(v.out.startsWith("checkpoint-surgeon "));
+    }
+
+    /**
+     * remove-keyed-state and rename-keyed-state as a user runs them: the plan with the keyed bytes,
+     * its JSON, the repair into a new directory (read back without the state, with the renamed
+     * one), a state that is not there and a bad --threads.
+     */
+    @Test
+    public void keyedSurgeryCommands() throws Exception {
+        String in = CheckpointSurgeonTest.fixture("keyed-all-savepoint-heap").toString();
+        Result plan = cli("remove-keyed-state", in, "--state", "value-state");
+        assertEquals(plan.err, 0, plan.code);
+        assertTrue(plan.out, plan.out.contains("remove-keyed-state") && plan.out.contains("keyed state: ")
+                && plan.out.contains("nothing written"));
+        Result json = cli("remove-keyed-state", in, "--state", "value-state", "--json", "--threads", "1");
+        assertTrue(json.out, json.out.contains("\"bytesRead\"") && json.out.contains("\"threads\": 1"));
+        Path work = Files.createTempDirectory("keyed-cli");
+        Path out = work.resolve("removed");
+        Result apply = cli("remove-keyed-state", in, "--state", "value-state", "--apply", "--output", out.toString());
+        assertEquals(apply.err, 0, apply.code);
+        Result after = cli("inspect", out.toString(), "--keyed");
+        assertEquals(after.err, 0, after.code);
+        assertTrue(after.out, !after.out.contains("value-state") && after.out.contains("map-state"));
+        Path renamed = work.resolve("renamed");
+        Result rename = cli("rename-keyed-state", in, "--state", "map-state", "--to", "map-state-v1", "--apply",
+                "--output", renamed.toString());
+        assertEquals(rename.err, 0, rename.code);
+        assertTrue(cli("inspect", renamed.toString(), "--keyed").out.contains("map-state-v1"));
+        Result missing = cli("remove-keyed-state", in, "--state", "nope");
+        assertEquals(missing.err, 2, missing.code);
+        assertTrue(missing.err, missing.err.contains("NOTHING_SELECTED"));
+        assertEquals(1, cli("remove-keyed-state", in, "--state", "value-state", "--threads", "0").code);
     }
 
     /**

@@ -28,7 +28,8 @@ public final class Cli {
 
     /** The top-level commands, in the order {@code --help} lists them (then {@code help}). */
     static final String[] COMMANDS = {"inspect", "doctor", "remove-state", "remove-operator", "dedupe-union",
-        "rename-operator", "relocate", "ha", "kafka", "diff", "history", "watch", "clean-leftovers", "recover", "orphans"};
+        "remove-keyed-state", "rename-keyed-state", "rename-operator", "relocate", "ha", "kafka", "diff", "history",
+        "watch", "clean-leftovers", "recover", "orphans"};
 
     /**
      * The class of the top-level command {@code name}, or null (help, an unknown name). A switch, so
@@ -47,6 +48,10 @@ public final class Cli {
                 return RemoveOperatorCommand.class;
             case "dedupe-union":
                 return DedupeUnionCommand.class;
+            case "remove-keyed-state":
+                return RemoveKeyedStateCommand.class;
+            case "rename-keyed-state":
+                return RenameKeyedStateCommand.class;
             case "rename-operator":
                 return RenameOperatorCommand.class;
             case "relocate":

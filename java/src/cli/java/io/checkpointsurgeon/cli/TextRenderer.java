@@ -289,6 +289,11 @@ final class TextRenderer {
                 .replace('_', ' ') : printable(r);
     }
 
+    /** A figure of a plan's change; -1 (counted only when the keyed stream is rewritten) as "?". */
+    private static String figure(long n) {
+        return n < 0 ? "?" : String.format(Locale.ROOT, "%,d", n);
+    }
+
     /** A surgery's plan and, after {@code --apply}, what it wrote. */
     static String plan(SurgeryPlan p) {
         StringBuilder sb = new StringBuilder();
@@ -296,10 +301,10 @@ final class TextRenderer {
         sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %12s %12s %12s%n", "operator", "subtask", "state", "action",
                 "elements", "after", "bytes cut"));
         for (SurgeryPlan.Change c : p.changes()) {
-            sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %,12d %,12d %,12d%n",
+            sb.append(String.format(Locale.ROOT, "  %-32s %7s %-32s %-16s %12s %12s %12s%n",
                     c.operatorId().isEmpty() ? "(checkpoint)" : c.operatorId(),
-                    c.subtask() < 0 ? "all" : String.valueOf(c.subtask()), printable(c.state()), c.action(), c.elementsBefore(),
-                    c.elementsAfter(), c.bytesRemoved()));
+                    c.subtask() < 0 ? "all" : String.valueOf(c.subtask()), printable(c.state()), c.action(),
+                    figure(c.elementsBefore()), figure(c.elementsAfter()), figure(c.bytesRemoved())));
             if (!c.detail().isEmpty()) sb.append("    ").append(printable(c.detail())).append(NL);
         }
         List<SurgeryPlan.Relocation> moved = p.relocated();
@@ -316,6 +321,12 @@ final class TextRenderer {
         }
         sb.append(String.format(Locale.ROOT, "  %,d elements and %s of state removed; _metadata %s -> %s%n",
                 p.elementsRemoved(), bytes(p.bytesRemoved()), bytes(p.metadataBytesBefore()), bytes(p.metadataBytesAfter())));
+        SurgeryPlan.KeyedFigures k = p.keyed();
+        if (k != null) {
+            sb.append(String.format(Locale.ROOT, "  keyed state: %s read, %s written%s, %d file(s) at once%n",
+                    bytes(k.bytesRead()), bytes(k.bytesWritten()), p.changes().stream().anyMatch(c -> c.elementsBefore() < 0)
+                    ? " (estimated: key-groups files are counted as they are rewritten)" : "", k.threads()));
+        }
         SurgeryPlan.Result r = p.result();
         if (r == null) {
             sb.append("  nothing written: add --apply with --output DIR (or --in-place) to write it\n");

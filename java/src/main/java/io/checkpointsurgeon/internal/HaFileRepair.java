@@ -195,6 +195,14 @@ final class HaFileRepair implements Commit.Unit {
         public void setKafkaOffsets(Surgery.OperatorSelector operators, String topic, Integer partition,
                 Surgery.KafkaStart to) {
         }
+
+        @Override
+        public void removeKeyedState(Surgery.OperatorSelector operators, String state) {
+        }
+
+        @Override
+        public void renameKeyedState(Surgery.OperatorSelector operators, String state, String newName) {
+        }
     }
 
     @Override

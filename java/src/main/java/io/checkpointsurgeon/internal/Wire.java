@@ -25,7 +25,7 @@ import java.util.function.Function;
  * every field of a payload the Rust side built from known values ({@code native/src/wire/samples.rs}).
  */
 final class Wire {
-    static final short VERSION = 5;
+    static final short VERSION = 6;
     static final int SOURCE = magic("CSSO"), REQUEST = magic("CSRQ"), PLAN = magic("CSPL"),
             REPORT = magic("CSRE"), STATE_FILES = magic("CSSF"), KEYED_REPORT = magic("CSKR");
 
@@ -66,7 +66,9 @@ final class Wire {
 
     /** The operation tags of a request. */
     private static final int REMOVE_STATE = 1, REMOVE_OPERATOR = 2, DEDUPE_UNION = 3, RENAME_OPERATOR = 4,
-            RELOCATE = 5, KAFKA = 6;
+            RELOCATE = 5, KAFKA = 6, KEYED = 7;
+    /** The keyed operations. */
+    private static final int KEYED_REMOVE = 0, KEYED_RENAME = 1;
     /** The Kafka operations. */
     private static final int MIGRATE_LEGACY = 0, DROP_TOPIC = 1, SET_OFFSETS = 2;
 
@@ -74,6 +76,7 @@ final class Wire {
         Writer w = new Writer(REQUEST);
         w.bool(request.surgery.isMetadataOnly());
         w.optStr(request.referencedSource);
+        optI32(w, request.surgery.threadCount());
         List<Writer> ops = new ArrayList<>();
         int[] relocations = {0};
         request.surgery.accept(new Surgery.Visitor() {
@@ -155,6 +158,25 @@ final class Wire {
                 o.i64(to.value());
             }
 
+            @Override
+            public void removeKeyedState(Surgery.OperatorSelector operators, String state) {
+                keyed(operators, KEYED_REMOVE).str(state);
+            }
+
+            @Override
+            public void renameKeyedState(Surgery.OperatorSelector operators, String state, String newName) {
+                Writer o = keyed(operators, KEYED_RENAME);
+                o.str(state);
+                o.str(newName);
+            }
+
+            private Writer keyed(Surgery.OperatorSelector operators, int keyedOp) {
+                Writer o = op(KEYED);
+                selector(o, operators);
+                o.u8(keyedOp);
+                return o;
+            }
+
             private Writer kafka(Surgery.OperatorSelector operators, int kafkaOp) {
                 Writer o = op(KAFKA);
                 selector(o, operators);
@@ -214,8 +236,12 @@ final class Wire {
             List<SurgeryPlan.NewStream> newStreams = r.list(16, Wire::newStream);
             int operators = r.i32();
             List<SurgeryPlan.Relocation> relocated = r.list(8, Wire::relocation);
+            long keyedBytesRead = r.i64();
+            long keyedBytesWritten = r.i64();
+            int threads = r.i32();
             SurgeryPlan plan = new SurgeryPlan(source, metadataOnly ? SurgeryPlan.Depth.METADATA_ONLY
-                    : SurgeryPlan.Depth.PURGE, metadataBytesBefore, metadataBytesAfter, changes, newStreams, null, relocated);
+                    : SurgeryPlan.Depth.PURGE, metadataBytesBefore, metadataBytesAfter, changes, newStreams, null, relocated,
+                    new SurgeryPlan.KeyedFigures(keyedBytesRead, keyedBytesWritten, threads));
             Staged staged;
             if (r.bool()) {
                 String metadataTmp = r.str();

@@ -116,6 +116,7 @@ public class WireSamplesTest {
         assertEquals(List.of(new SurgeryPlan.NewStream("stream.fileName", "stream.replaces", 1006)), p.newStreams());
         assertEquals("operators", 4, staged.operators);
         assertEquals(List.of(new SurgeryPlan.Relocation("relocated.old", "relocated.new")), p.relocated());
+        assertEquals(new SurgeryPlan.KeyedFigures(1008, 1009, 5), p.keyed());
         assertNull(p.result());
         assertEquals("staged.metadataTmp", staged.metadataTmp);
         assertEquals("staged metadataBytes", 1007, staged.metadataBytes);
@@ -208,6 +209,14 @@ public class WireSamplesTest {
         assertAgrees("drop-topic", Wire.request(Request.of(Surgery.dropKafkaTopic(uid, "drop.topic", 5))));
         assertAgrees("set-offsets", Wire.request(Request.of(
                 Surgery.setKafkaOffsets(uid, "set.topic", 6, Surgery.KafkaStart.shift(-8)))));
+        assertAgrees("keyed", Wire.request(Request.of(
+                Surgery.removeKeyedState(Surgery.OperatorSelector.uid("keyed.uid"), "keyed.remove")
+                        .andRenameKeyedState(Surgery.OperatorSelector.all(), "keyed.from", "keyed.to").threads(3))
+                .referencing("keyed.referencedSource")));
+        assertNotEquals("", NativeBridge.wireCheck("keyed", Wire.request(Request.of(
+                Surgery.removeKeyedState(Surgery.OperatorSelector.uid("keyed.uid"), "keyed.remove")
+                        .andRenameKeyedState(Surgery.OperatorSelector.all(), "keyed.from", "keyed.to").threads(4))
+                .referencing("keyed.referencedSource"))));
         // and the check can fail: another value in one field
         assertNotEquals("", NativeBridge.wireCheck("drop-topic",
                 Wire.request(Request.of(Surgery.dropKafkaTopic(uid, "drop.topic", 6)))));
