@@ -17,7 +17,7 @@
 # Routes:
 #   surgeon   checkpoint-surgeon remove-keyed-state SP --state value --apply --output OUT
 #   spa       the State Processor API reads list and map of every key and writes a new savepoint with
-#             the operator rebuilt from them (KeyedBench spa-remove, -Xmx8g)
+#             the operator rebuilt from them (KeyedBench spa-remove, -Xmx12g)
 #   cp        cp -r SP OUT && sync (the rewrite syncs every file it writes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +57,7 @@ SP=$DIR/canonical-$KEYS
 if [ ! -f "$SP/_metadata" ]; then
     log "writing the canonical savepoint ($KEYS keys) with the State Processor API"
     rm -rf "$SP"
-    "${JAVA[@]}" -Xmx6g -cp "$CP" io.checkpointsurgeon.bench.KeyedBench canonical "file://$SP" "$KEYS" >&2 || exit 1
+    "${JAVA[@]}" -Xmx12g -cp "$CP" io.checkpointsurgeon.bench.KeyedBench canonical "file://$SP" "$KEYS" >&2 || exit 1
 fi
 BYTES=$(du -sb "$SP" | cut -f1)
 log "input: $SP, $BYTES bytes"
@@ -78,7 +78,7 @@ echo "route wall_s peak_rss_kb"
 for run in $(seq "$RUNS"); do
     measure cp sh -c "cp -r '$SP' '$OUT' && sync"
     measure surgeon "$CLI" remove-keyed-state "$SP" --state value --apply --output "$OUT"
-    measure spa "${JAVA[@]}" -Xmx8g -cp "$CP" io.checkpointsurgeon.bench.KeyedBench spa-remove "file://$SP" "file://$OUT"
+    measure spa "${JAVA[@]}" -Xmx12g -cp "$CP" io.checkpointsurgeon.bench.KeyedBench spa-remove "file://$SP" "file://$OUT"
 done
 # the last surgeon output, for the record
 measure surgeon "$CLI" remove-keyed-state "$SP" --state value --apply --output "$OUT" > /dev/null
