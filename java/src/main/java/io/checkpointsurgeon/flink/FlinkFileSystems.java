@@ -261,10 +261,29 @@ public final class FlinkFileSystems {
         return (InputStream) call(fs(path), FILE_SYSTEM, "open", new Class<?>[] {pathClass()}, flinkPath(path));
     }
 
-    /** Moves a stream {@link #open} returned to byte {@code pos} of its file. */
+    /**
+     * Moves a stream {@link #open} returned to byte {@code pos} of its file without reading the gap:
+     * Flink's Hadoop streams (S3A, HDFS) skip a forward gap of up to 1 MiB by reading it
+     * ({@code HadoopDataInputStream.seek}), so an SST file's last 4 KiB would cost the whole file;
+     * their {@code forceSeek} repositions (one ranged request).
+     */
     public static void seek(InputStream in, long pos) throws IOException {
-        call(in, FS_INPUT, "seek", new Class<?>[] {long.class}, pos);
+        Method force = FORCE_SEEK.computeIfAbsent(in.getClass(), c -> {
+            try {
+                return java.util.Optional.of(c.getMethod("forceSeek", long.class));
+            } catch (NoSuchMethodException e) {
+                return java.util.Optional.empty();
+            }
+        }).orElse(null);
+        if (force == null) {
+            call(in, FS_INPUT, "seek", new Class<?>[] {long.class}, pos);
+            return;
+        }
+        invoke(force, in, pos);
     }
+
+    /** Per stream class, its public {@code forceSeek(long)} if it has one. */
+    private static final Map<Class<?>, java.util.Optional<Method>> FORCE_SEEK = new ConcurrentHashMap<>();
 
     /** A new file; fails when it exists unless {@code overwrite}. */
     public static OutputStream create(String path, boolean overwrite) throws IOException {
@@ -405,12 +424,21 @@ public final class FlinkFileSystems {
     private static Object call(Object target, String declaringType, String name, Class<?>[] types, Object... args)
             throws IOException {
         String key = declaringType + "#" + name + java.util.Arrays.toString(types);
-        try {
-            Method m = METHODS.get(key);
-            if (m == null) {
+        Method m = METHODS.get(key);
+        if (m == null) {
+            try {
                 m = flinkClass(declaringType).getMethod(name, types);
-                METHODS.put(key, m);
+            } catch (ReflectiveOperationException e) {
+                throw new IOException("Flink's " + declaringType + "." + name + ": " + e, e);
             }
+            METHODS.put(key, m);
+        }
+        return invoke(m, target, args);
+    }
+
+    /** {@code m} on {@code target}; what it throws is rethrown as itself (an IOException's cause, if checked). */
+    private static Object invoke(Method m, Object target, Object... args) throws IOException {
+        try {
             return m.invoke(target, args);
         } catch (InvocationTargetException e) {
             Throwable c = e.getCause();
@@ -418,8 +446,8 @@ public final class FlinkFileSystems {
             if (c instanceof RuntimeException) throw (RuntimeException) c;
             if (c instanceof Error) throw (Error) c;
             throw new IOException(c);
-        } catch (ReflectiveOperationException e) {
-            throw new IOException("Flink's " + declaringType + "." + name + ": " + e, e);
+        } catch (IllegalAccessException e) {
+            throw new IOException(m + ": " + e, e);
         }
     }
 }
