@@ -80,11 +80,17 @@ public final class KeyedBench {
                 rocksdb(Paths.get(args[1]), Long.parseLong(args[2]));
                 break;
             case "s3proxy":
-                try (S3ProxyServer s = S3ProxyServer.start(System.getProperty("s3proxy.classpath"), Paths.get(args[1]),
-                        "bench")) {
-                    Files.writeString(Paths.get(args[2]), Integer.toString(s.port()));
-                    Thread.sleep(Long.MAX_VALUE);
-                }
+                S3ProxyServer s = S3ProxyServer.start(System.getProperty("s3proxy.classpath"), Paths.get(args[1]), "bench");
+                // the bench's kill runs shutdown hooks, not a try block's close: S3Proxy's own JVM goes with this one
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                    try {
+                        s.close();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }));
+                Files.writeString(Paths.get(args[2]), Integer.toString(s.port()));
+                Thread.sleep(Long.MAX_VALUE);
                 break;
             case "relay":
                 relay(Integer.parseInt(args[1]), Paths.get(args[2]), Paths.get(args[3]));
