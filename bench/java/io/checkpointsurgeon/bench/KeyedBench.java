@@ -128,6 +128,19 @@ public final class KeyedBench {
         env.execute("canonical savepoint");
     }
 
+    // the bench's keyed states, as every job and State Processor API function here declares them
+    static ValueStateDescriptor<byte[]> valueState() {
+        return new ValueStateDescriptor<>("value", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
+    }
+
+    static ListStateDescriptor<Long> listState() {
+        return new ListStateDescriptor<>("list", Types.LONG);
+    }
+
+    static MapStateDescriptor<Long, Long> mapState() {
+        return new MapStateDescriptor<>("map", Types.LONG, Types.LONG);
+    }
+
     /** Per key: a 200-byte value, a list of 2 longs, a map of 3 entries. */
     static final class Bootstrap extends KeyedStateBootstrapFunction<Long, Long> {
         private transient ValueState<byte[]> value;
@@ -136,10 +149,9 @@ public final class KeyedBench {
 
         @Override
         public void open(Configuration parameters) {
-            value = getRuntimeContext().getState(new ValueStateDescriptor<>("value",
-                    PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
-            list = getRuntimeContext().getListState(new ListStateDescriptor<>("list", Types.LONG));
-            map = getRuntimeContext().getMapState(new MapStateDescriptor<>("map", Types.LONG, Types.LONG));
+            value = getRuntimeContext().getState(valueState());
+            list = getRuntimeContext().getListState(listState());
+            map = getRuntimeContext().getMapState(mapState());
         }
 
         @Override
@@ -176,10 +188,9 @@ public final class KeyedBench {
 
         @Override
         public void open(Configuration parameters) {
-            value = getRuntimeContext().getState(new ValueStateDescriptor<>("value",
-                    PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
-            list = getRuntimeContext().getListState(new ListStateDescriptor<>("list", Types.LONG));
-            map = getRuntimeContext().getMapState(new MapStateDescriptor<>("map", Types.LONG, Types.LONG));
+            value = getRuntimeContext().getState(valueState());
+            list = getRuntimeContext().getListState(listState());
+            map = getRuntimeContext().getMapState(mapState());
         }
 
         @Override
@@ -222,8 +233,8 @@ public final class KeyedBench {
 
         @Override
         public void open(Configuration parameters) {
-            list = getRuntimeContext().getListState(new ListStateDescriptor<>("list", Types.LONG));
-            map = getRuntimeContext().getMapState(new MapStateDescriptor<>("map", Types.LONG, Types.LONG));
+            list = getRuntimeContext().getListState(listState());
+            map = getRuntimeContext().getMapState(mapState());
         }
 
         @Override
@@ -252,8 +263,8 @@ public final class KeyedBench {
 
         @Override
         public void open(Configuration parameters) {
-            list = getRuntimeContext().getListState(new ListStateDescriptor<>("list", Types.LONG));
-            map = getRuntimeContext().getMapState(new MapStateDescriptor<>("map", Types.LONG, Types.LONG));
+            list = getRuntimeContext().getListState(listState());
+            map = getRuntimeContext().getMapState(mapState());
         }
 
         @Override
@@ -301,8 +312,7 @@ public final class KeyedBench {
         @Override
         public Long map(Long n) throws Exception {
             if (value == null) {
-                value = getRuntimeContext().getState(new ValueStateDescriptor<>("value",
-                        PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+                value = getRuntimeContext().getState(valueState());
             }
             if (n < keys) {
                 byte[] b = new byte[1024];
