@@ -204,12 +204,5 @@ EOF
 )
 printf '%s\n' "$section"
 if [ "$REPORT" = 1 ]; then
-    python3 - "$ROOT/BENCHMARKS.md" "$section" <<'PY'
-import re, sys
-path, section = sys.argv[1], sys.argv[2]
-text = open(path).read()
-pattern = re.compile(r"<!-- begin keyed bench.*?<!-- end keyed bench -->", re.S)
-text = pattern.sub(lambda m: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(text)
-PY
+    python3 "$ROOT/bench/section.py" "$ROOT/BENCHMARKS.md" keyed "$section"
 fi
