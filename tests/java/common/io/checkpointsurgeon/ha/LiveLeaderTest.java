@@ -5,13 +5,8 @@ import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.testing.CliProcess;
-import io.checkpointsurgeon.testing.ZooKeeperServer;
 import org.apache.flink.api.common.JobID;
-import org.junit.After;
-import org.junit.Before;
-import org.junit.Rule;
 import org.junit.Test;
-import org.junit.rules.TemporaryFolder;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,28 +16,7 @@ import java.nio.file.Path;
  * leadership in ZooKeeper (its ephemeral node under the leader latch) and names the leader; once
  * the cluster is stopped the same command repairs the files. Real ZooKeeper, real Flink HA.
  */
-public class LiveLeaderTest {
-    @Rule
-    public TemporaryFolder tmp = new TemporaryFolder();
-
-    private ZooKeeperServer zk;
-    private HaCluster cluster;
-
-    @Before
-    public void setUp() throws Exception {
-        HaJobs.resetAll();
-        zk = ZooKeeperServer.start(tmp.newFolder("zk").toPath());
-        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.connectString());
-    }
-
-    @After
-    public void tearDown() throws Exception {
-        try {
-            if (cluster != null) cluster.close();
-        } finally {
-            if (zk != null) zk.close();
-        }
-    }
+public class LiveLeaderTest extends ZooKeeperHaCase {
 
     @Test
     public void repairIsRefusedUnderALiveLeaderAndAllowedAfterItStops() throws Exception {

@@ -6,14 +6,9 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.testing.CliProcess;
-import io.checkpointsurgeon.testing.ZooKeeperServer;
 
 import org.apache.flink.api.common.JobID;
-import org.junit.After;
-import org.junit.Before;
-import org.junit.Rule;
 import org.junit.Test;
-import org.junit.rules.TemporaryFolder;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,33 +23,7 @@ import java.util.Map;
  * its own JVM with this Flink version's jars); a new JobManager then recovers the job from the
  * repaired HA checkpoint, without the union state and with every other state value intact.
  */
-public class ZooKeeperHaDoctorTest {
-
-    @Rule
-    public TemporaryFolder tmp = new TemporaryFolder();
-
-    private ZooKeeperServer zk;
-    private HaCluster cluster;
-
-    @Before
-    public void setUp() throws Exception {
-        HaJobs.resetAll();
-        zk = ZooKeeperServer.start(tmp.newFolder("zk").toPath());
-        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.connectString());
-    }
-
-    @After
-    public void tearDown() throws Exception {
-        try {
-            if (cluster != null) {
-                cluster.close();
-            }
-        } finally {
-            if (zk != null) {
-                zk.close();
-            }
-        }
-    }
+public class ZooKeeperHaDoctorTest extends ZooKeeperHaCase {
 
     /** The lines of {@code output} that start with {@code label}, without it. */
     private static List<String> lines(String output, String label) {

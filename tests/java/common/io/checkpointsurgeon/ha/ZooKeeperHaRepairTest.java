@@ -10,7 +10,6 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
-import io.checkpointsurgeon.testing.ZooKeeperServer;
 
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.runtime.state.RetrievableStreamStateHandle;
@@ -18,10 +17,7 @@ import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.util.InstantiationUtil;
 import org.junit.After;
-import org.junit.Before;
-import org.junit.Rule;
 import org.junit.Test;
-import org.junit.rules.TemporaryFolder;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,38 +35,17 @@ import java.util.TreeMap;
  * from the HA CompletedCheckpoint); after {@code repairHa} on the HA files a new cluster recovers
  * the job from them, without the union state and with every other state value intact.
  */
-public class ZooKeeperHaRepairTest {
+public class ZooKeeperHaRepairTest extends ZooKeeperHaCase {
 
-    @Rule
-    public TemporaryFolder tmp = new TemporaryFolder();
-
-    private ZooKeeperServer zk;
-    private HaCluster cluster;
     private final long started = System.nanoTime();
 
     private static final Surgery REMOVE_OFFSETS =
             Surgery.removeState(Surgery.OperatorSelector.uid(HaJobs.CONSUMER_UID), HaJobs.OFFSETS_STATE);
 
-    @Before
-    public void setUp() throws Exception {
-        HaJobs.resetAll();
-        zk = ZooKeeperServer.start(tmp.newFolder("zk").toPath());
-        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.connectString());
-    }
-
     @After
-    public void tearDown() throws Exception {
-        try {
-            if (cluster != null) {
-                cluster.close();
-            }
-        } finally {
-            if (zk != null) {
-                zk.close();
-            }
-            System.err.printf("ZooKeeperHaRepairTest (Flink %s): %.1f s%n", System.getProperty("flink.version"),
-                    (System.nanoTime() - started) / 1e9);
-        }
+    public void printTime() {
+        System.err.printf("ZooKeeperHaRepairTest (Flink %s): %.1f s%n", System.getProperty("flink.version"),
+                (System.nanoTime() - started) / 1e9);
     }
 
     @Test

@@ -6,45 +6,19 @@ import static org.junit.Assert.assertTrue;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.flink.StateFile;
 import io.checkpointsurgeon.testing.CliProcess;
-import io.checkpointsurgeon.testing.ZooKeeperServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collections;
 import java.util.Map;
 import org.apache.flink.api.common.JobID;
-import org.junit.After;
-import org.junit.Before;
-import org.junit.Rule;
 import org.junit.Test;
-import org.junit.rules.TemporaryFolder;
 
 /**
  * {@code recover --ha-dir} on a real ZooKeeper-HA cluster that crashed: the checkpoint its newest
  * completedCheckpoint file points to lost a state file, and recover names that HA pointer (Flink
  * would recover from it before any {@code execution.savepoint.path}) and how to take it away.
  */
-public class ZooKeeperHaRecoverTest {
-    @Rule
-    public TemporaryFolder tmp = new TemporaryFolder();
-
-    private ZooKeeperServer zk;
-    private HaCluster cluster;
-
-    @Before
-    public void setUp() throws Exception {
-        HaJobs.resetAll();
-        zk = ZooKeeperServer.start(tmp.newFolder("zk").toPath());
-        cluster = new HaCluster(tmp.newFolder("flink").toPath(), zk.connectString());
-    }
-
-    @After
-    public void tearDown() throws Exception {
-        try {
-            if (cluster != null) cluster.close();
-        } finally {
-            if (zk != null) zk.close();
-        }
-    }
+public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
 
     @Test
     public void recoverNamesTheHaPointerToABrokenCheckpoint() throws Exception {
