@@ -9,6 +9,7 @@ import java.nio.file.FileVisitOption;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -121,6 +122,9 @@ final class CheckpointScan {
 
                             @Override
                             public FileVisitResult visitFileFailed(Path f, IOException e) throws IOException {
+                                // deleted after its directory was listed (a running job discards subsumed
+                                // checkpoints): no file of the roots any more
+                                if (e instanceof NoSuchFileException && !f.equals(root)) return FileVisitResult.CONTINUE;
                                 throw e;
                             }
                         });

@@ -7,6 +7,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.flink.StateFile;
 import io.checkpointsurgeon.internal.Json;
 import io.checkpointsurgeon.testing.CliProcess;
 
@@ -240,6 +241,39 @@ public class KubernetesHaRepairTest {
         assertEquals(key, ((Map<?, ?>) without.get(0)).get("key"));
         assertEquals(unpointed.stream().map(Path::toString).sorted().collect(Collectors.toList()),
                 listing.get("filesWithoutPointer"));
+    }
+
+    /**
+     * {@code recover --kubernetes}: the checkpoint the newest ConfigMap pointer names lost a state
+     * file; recover names that pointer (Flink recovers from it before any execution.savepoint.path),
+     * the missing file, an older checkpoint that restores, and how to take the pointer away.
+     */
+    @Test
+    public void recoverNamesTheConfigMapPointerToABrokenCheckpoint() throws Exception {
+        JobID job = cluster.startV2FromV1();
+        cluster.recoverAndCheckpoint(job, "recovery 1");
+        Map<Long, Path> pointed = assertConfigMapPointsAtHaFiles(job, cluster.haFilesById(job));
+        long newest = Collections.max(pointed.keySet());
+        Path chk = cluster.checkpointDir(job, newest);
+        StateFile lost = CheckpointSurgeon.references(chk).stream().filter(f -> f.kind() == StateFile.Kind.RELATIVE)
+                .findFirst().orElseThrow();
+        Files.delete(chk.resolve(lost.path()));
+
+        CliProcess.Result r = CliProcess.withFlink(kubernetes("recover", cluster.checkpoints.toString())).run();
+        System.err.println("recover --kubernetes: " + r);
+        assertEquals(r.toString(), 4, r.exitCode);
+        String pointer = "ConfigMap " + HaCluster.CLUSTER_ID + "-" + job + "-config-map "
+                + String.format("checkpointID-%019d", newest);
+        String broken = chk.toRealPath().toUri().toString().replaceAll("/$", "");
+        assertTrue(r.toString(), r.output.contains("BROKEN     " + broken));
+        assertTrue(r.toString(), r.output.contains(lost.path() + ": missing"));
+        assertTrue(r.toString(), r.output.contains("HA pointer " + pointer + " names checkpoint " + newest + " ("
+                + broken + "), which does not restore"));
+        assertTrue(r.toString(), r.output.contains("drop the ConfigMap key or ZooKeeper node that names it"));
+        String restores = r.output.substring(r.output.indexOf("RESTORES   ") + "RESTORES   ".length()).split(" ")[0];
+        assertTrue(r.toString(), r.output.contains("start the job with -s " + restores));
+        // only the pointer to the broken checkpoint is named
+        assertEquals(r.toString(), 1, r.output.split("\nHA pointer ", -1).length - 1);
     }
 
     /** An API server that does not answer is an IO error naming its URL, at once (no retries). */

@@ -25,16 +25,33 @@ import org.junit.Test;
 import org.junit.rules.TemporaryFolder;
 
 /**
- * {@code orphans} and {@code recover} on checkpoints real jobs wrote (Flink 1.20 only: 2.x has no
- * LEGACY restore mode): RocksDB incremental,
- * {@code num-retained} 3. Job A runs, is restarted from its newest checkpoint (a new job
- * directory), and its first run's checkpoint directories are then removed the way a retention
- * script removes them; job B was restored in LEGACY mode from A's first run and keeps
- * referencing its {@code shared/} files by absolute path.
+ * {@code orphans} and {@code recover} on checkpoints real jobs wrote (Flink 1.15, 1.20 and 2.3):
+ * RocksDB incremental, {@code num-retained} 3. Job A runs, is restarted from its newest checkpoint
+ * (a new job directory), and its first run's checkpoint directories are then removed the way a
+ * retention script removes them; job B was restored in LEGACY mode (deprecated, still in 2.3; CLAIM
+ * where a Flink has no LEGACY, see {@link FlinkConf#restoreReferencing}) from A's first run and
+ * keeps referencing its {@code shared/} files by absolute path.
  */
 public class OrphansRecoverTest {
     @Rule
     public TemporaryFolder tmp = new TemporaryFolder();
+
+    /** Each test's time on this lane, printed for the lane's budget. */
+    @Rule
+    public org.junit.rules.TestWatcher timer = new org.junit.rules.TestWatcher() {
+        private long start;
+
+        @Override
+        protected void starting(org.junit.runner.Description d) {
+            start = System.nanoTime();
+        }
+
+        @Override
+        protected void finished(org.junit.runner.Description d) {
+            System.err.printf("%s (Flink %s): %.1f s%n", d.getMethodName(), System.getProperty("flink.version"),
+                    (System.nanoTime() - start) / 1e9);
+        }
+    };
 
     private static Configuration conf(Path work, String run) {
         Configuration c = FlinkConf.checkpointing("rocksdb", work.resolve("checkpoints").toUri().toString(),
@@ -88,8 +105,7 @@ public class OrphansRecoverTest {
         assertEquals(a1Kept.toString(), 3, a1Kept.size());
         // B: restored from A's oldest retained checkpoint in LEGACY mode (it keeps referencing A's shared/ files)
         Configuration cb = conf(baseB, "b");
-        FlinkConf.restoreFrom(cb, a1Kept.get(0).toUri().toString());
-        FlinkConf.set(cb, "LEGACY", "execution.savepoint-restore-mode", "execution.state-recovery.claim-mode");
+        System.out.println("B restores in " + FlinkConf.restoreReferencing(cb, a1Kept.get(0).toUri().toString()) + " mode");
         MiniClusterJob.Result b = NumbersJob.midStream(cb, "b", "op", 2, NumbersJob.Ending.CANCEL);
         Path bDir = b.checkpointPath().getParent();
         // A restarted from its newest checkpoint (NO_CLAIM: a new job directory with full copies)
@@ -105,7 +121,9 @@ public class OrphansRecoverTest {
             assertTrue("B references nothing in " + chk, bRefs.stream().noneMatch(p -> p.startsWith(chk)));
         }
         // a retention script removes the first run's checkpoints: its shared/ files stay behind
-        for (Path chk : a1Kept) deleteTree(chk);
+        for (Path chk : a1Kept) {
+            if (Files.exists(chk)) deleteTree(chk); // (CLAIM: B discarded the one it restored from)
+        }
         Set<Path> a1Shared = files(a1Dir.resolve("shared"));
         Set<Path> usedByB = new TreeSet<>(a1Shared);
         usedByB.retainAll(bRefs);
@@ -194,6 +212,8 @@ public class OrphansRecoverTest {
 
     @Test
     public void aFileMergingFileWithAnySegmentReferencedIsKeptWhole() throws Exception {
+        org.junit.Assume.assumeFalse("file merging needs Flink 1.20+",
+                System.getProperty("flink.version", "").startsWith("1.15"));
         Path work = tmp.getRoot().toPath().toRealPath();
         Configuration c = conf(work.resolve("fm"), "fm");
         FlinkConf.fileMerging(c);
@@ -223,6 +243,94 @@ public class OrphansRecoverTest {
         for (Path chk : kept) {
             NumbersJob.runToEnd(conf(work.resolve("restores"), "fm-" + chk.getFileName()), "fm-" + chk.getFileName(), "op", chk);
         }
+    }
+
+    /**
+     * {@code orphans --delete} run again and again against the base directory of a job that keeps
+     * checkpointing (RocksDB incremental, every 500 ms, LEVEL compaction: Flink deletes subsumed
+     * files meanwhile). The orphans to take are a first run's {@code shared/} files, aged by an hour
+     * after a retention script removed its checkpoints. {@code --older-than 5s}, far longer than a
+     * checkpoint here takes: a file of a checkpoint in progress is younger than that (listed young,
+     * never deleted) and its {@code chk-*} without {@code _metadata} refuses the whole run. Each
+     * run either refuses (exit 2) or deletes only what no {@code _metadata} references at the end,
+     * and the job restores from each checkpoint it retained.
+     */
+    @Test
+    public void deletingWhileAJobCheckpointsTakesNothingItNeeds() throws Exception {
+        Path work = tmp.getRoot().toPath().toRealPath();
+        Path base = work.resolve("live");
+        MiniClusterJob.Result old = NumbersJob.midStream(conf(base, "old"), "old", "op", 3, NumbersJob.Ending.CANCEL);
+        Path oldDir = old.checkpointPath().getParent();
+        for (Path chk : retained(oldDir)) deleteTree(chk);
+        Set<Path> aged = files(oldDir);
+        assertFalse("the first run left shared/ files", aged.isEmpty());
+        java.nio.file.attribute.FileTime hourAgo = java.nio.file.attribute.FileTime.fromMillis(
+                System.currentTimeMillis() - 3_600_000);
+        try (Stream<Path> s = Files.walk(oldDir)) {
+            for (Path p : s.collect(Collectors.toList())) Files.setLastModifiedTime(p, hourAgo);
+        }
+
+        Configuration c = liveConf(base, "live");
+        NumbersJob.SEEN.put("live", new java.util.concurrent.ConcurrentLinkedQueue<>());
+        List<Path> logs = new ArrayList<>();
+        List<String> outcomes = new ArrayList<>();
+        MiniClusterJob.Result live = MiniClusterJob.of("live", c, NumbersJob.PARALLELISM,
+                env -> NumbersJob.topology(env, "live", "op", 1_000_000)).checkpointsAfterReady(2).timeout(
+                java.time.Duration.ofSeconds(120)).whileRunning(client -> {
+                    for (int i = 0; i < 12 && (i < 5 || logs.isEmpty()); i++) {
+                        Path log = work.resolve("deletions-" + i + ".log");
+                        CliProcess.Result r = CliProcess.jar("orphans", base.toString(), "--older-than", "5s",
+                                "--unsafe-allow-young", "--delete", "--deletion-log", log.toString()).run();
+                        if (r.exitCode == 0) {
+                            if (Files.exists(log)) logs.add(log);
+                            outcomes.add("deleted " + (Files.exists(log) ? deletedIn(log).size() : 0));
+                        } else {
+                            assertEquals(r.output, 2, r.exitCode);
+                            assertTrue(r.output, r.output.contains("nothing deleted: "));
+                            outcomes.add(r.output.contains("a checkpoint in progress") ? "refused: chk-* in progress"
+                                    : r.output.contains("written after the scan started") ? "refused: newer _metadata"
+                                    : "refused: " + r.output.trim());
+                        }
+                        assertEquals(outcomes.toString(), "RUNNING", client.getJobStatus().get().name());
+                    }
+                }).run().orThrow();
+        System.out.println("orphans --delete runs while the job checkpointed: " + outcomes);
+        assertFalse("no run could delete: " + outcomes, logs.isEmpty());
+
+        Path liveDir = live.checkpointPath().getParent();
+        List<Path> kept = retained(liveDir);
+        Set<Path> needed = new TreeSet<>();
+        for (Path chk : kept) needed.addAll(refs(chk));
+        Set<Path> deleted = new TreeSet<>();
+        for (Path log : logs) deleted.addAll(deletedIn(log));
+        for (Path p : deleted) assertFalse(p + " deleted but referenced", needed.contains(p));
+        for (Path p : aged) assertTrue(p + " (aged orphan) deleted", deleted.contains(p) && !Files.exists(p));
+        for (Path chk : kept) {
+            String run = "live-" + chk.getFileName();
+            NumbersJob.SEEN.put(run, new java.util.concurrent.ConcurrentLinkedQueue<>());
+            Configuration rc = liveConf(work.resolve("restores"), run);
+            FlinkConf.restoreFrom(rc, chk.toUri().toString());
+            MiniClusterJob.of(run, rc, NumbersJob.PARALLELISM, env -> NumbersJob.topology(env, run, "op", 1_000_000))
+                    .checkpointsAfterReady(1).run().orThrow();
+            assertFalse(run + " processed numbers after the restore", NumbersJob.SEEN.get(run).isEmpty());
+        }
+    }
+
+    /** The live job's configuration: checkpoints every 500 ms, RocksDB's LEVEL compaction (files are subsumed). */
+    private static Configuration liveConf(Path work, String run) {
+        Configuration c = conf(work, run);
+        FlinkConf.set(c, "500ms", "execution.checkpointing.interval");
+        FlinkConf.set(c, "LEVEL", "state.backend.rocksdb.compaction.style");
+        return c;
+    }
+
+    /** The files a deletion log names as deleted. */
+    private static List<Path> deletedIn(Path log) throws IOException {
+        List<Path> out = new ArrayList<>();
+        for (String line : Files.readAllLines(log)) {
+            if (line.startsWith("deleted\t")) out.add(Path.of(line.substring(line.lastIndexOf('\t') + 1)));
+        }
+        return out;
     }
 
     private static List<Path> concat(List<Path> x, List<Path> y) {
