@@ -99,12 +99,7 @@ final class NumbersJob {
 
     /** numbers 1..N (FLIP-27, throttled) -> keyed running sum -> sink. */
     static void topology(StreamExecutionEnvironment env, String run, String prefix) {
-        topology(env, run, prefix, N);
-    }
-
-    /** The same with numbers 1..n (n / PARALLELISM ms of input: an endless job for a test). */
-    static void topology(StreamExecutionEnvironment env, String run, String prefix, long n) {
-        DataStream<Long> numbers = uid(env.fromSource(new NumberSequenceSource(1, n), WatermarkStrategy.noWatermarks(),
+        DataStream<Long> numbers = uid(env.fromSource(new NumberSequenceSource(1, N), WatermarkStrategy.noWatermarks(),
                 "numbers"), prefix, "source");
         DataStream<Long> slow = uid(numbers.map(new Functions.Sleep(1)), prefix, "throttle");
         DataStream<Long> sums = uid(slow.keyBy(new Functions.ModKey(KEYS)).process(new RunningSum(run)), prefix, "sum");

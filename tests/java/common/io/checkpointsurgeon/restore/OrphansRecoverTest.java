@@ -5,6 +5,8 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.fixtures.Functions;
+import io.checkpointsurgeon.fixtures.Shims;
 import io.checkpointsurgeon.flink.StateFile;
 import io.checkpointsurgeon.testing.CliProcess;
 import io.checkpointsurgeon.testing.FlinkConf;
@@ -20,6 +22,14 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TemporaryFolder;
@@ -246,14 +256,16 @@ public class OrphansRecoverTest {
     }
 
     /**
-     * {@code orphans --delete} run again and again against the base directory of a job that keeps
-     * checkpointing (RocksDB incremental, every 500 ms, LEVEL compaction: Flink deletes subsumed
-     * files meanwhile). The orphans to take are a first run's {@code shared/} files, aged by an hour
-     * after a retention script removed its checkpoints. {@code --older-than 5s}, far longer than a
-     * checkpoint here takes: a file of a checkpoint in progress is younger than that (listed young,
-     * never deleted) and its {@code chk-*} without {@code _metadata} refuses the whole run. Each
-     * run either refuses (exit 2) or deletes only what no {@code _metadata} references at the end,
-     * and the job restores from each checkpoint it retained.
+     * {@code orphans --delete} against the base directory of a job that keeps checkpointing (RocksDB
+     * incremental, every 500 ms, LEVEL compaction: Flink deletes subsumed files meanwhile). The
+     * orphans to take are a first run's {@code shared/} files, aged by an hour after a retention
+     * script removed its checkpoints; {@code --older-than 5s} is far longer than a checkpoint here
+     * takes. Runs race the job's checkpoints; then one checkpoint is held in progress (its keyed
+     * operator has uploaded its files, a later operator has not acknowledged): its files are young
+     * and unreferenced, {@code --delete} refuses on its {@code chk-*} without {@code _metadata}, an
+     * {@code --older-than 0s} report would take its files, and the completed checkpoint references
+     * them. Each run refuses (exit 2) or deletes only what no {@code _metadata} references at the
+     * end, and the job restores from each checkpoint it retained, the held one among them.
      */
     @Test
     public void deletingWhileAJobCheckpointsTakesNothingItNeeds() throws Exception {
@@ -270,34 +282,44 @@ public class OrphansRecoverTest {
             for (Path p : s.collect(Collectors.toList())) Files.setLastModifiedTime(p, hourAgo);
         }
 
-        Configuration c = liveConf(base, "live");
-        NumbersJob.SEEN.put("live", new java.util.concurrent.ConcurrentLinkedQueue<>());
         List<Path> logs = new ArrayList<>();
         List<String> outcomes = new ArrayList<>();
-        MiniClusterJob.Result live = MiniClusterJob.of("live", c, NumbersJob.PARALLELISM,
-                env -> NumbersJob.topology(env, "live", "op", 1_000_000)).checkpointsAfterReady(2).timeout(
-                java.time.Duration.ofSeconds(120)).whileRunning(client -> {
-                    for (int i = 0; i < 12 && (i < 5 || logs.isEmpty()); i++) {
-                        Path log = work.resolve("deletions-" + i + ".log");
-                        CliProcess.Result r = CliProcess.jar("orphans", base.toString(), "--older-than", "5s",
-                                "--unsafe-allow-young", "--delete", "--deletion-log", log.toString()).run();
-                        if (r.exitCode == 0) {
-                            if (Files.exists(log)) logs.add(log);
-                            outcomes.add("deleted " + (Files.exists(log) ? deletedIn(log).size() : 0));
-                        } else {
-                            assertEquals(r.output, 2, r.exitCode);
-                            assertTrue(r.output, r.output.contains("nothing deleted: "));
-                            outcomes.add(r.output.contains("a checkpoint in progress") ? "refused: chk-* in progress"
-                                    : r.output.contains("written after the scan started") ? "refused: newer _metadata"
-                                    : "refused: " + r.output.trim());
-                        }
-                        assertEquals(outcomes.toString(), "RUNNING", client.getJobStatus().get().name());
-                    }
+        Set<Path> inProgress = new TreeSet<>();
+        long[] held = {0};
+        HoldCheckpoint.reset();
+        MiniClusterJob.Result live = MiniClusterJob.of("live", liveConf(base, "live"), NumbersJob.PARALLELISM,
+                env -> liveTopology(env, "live")).checkpointsAfterReady(2).timeout(java.time.Duration.ofSeconds(120))
+                .whileRunning(client -> {
+                    Path jobDir = base.resolve("checkpoints").resolve(client.getJobID().toString());
+                    for (int i = 0; i < 4; i++) deleteOnce(work, base, "race-" + i, logs, outcomes);
+                    // hold the checkpoint after next in progress, once its keyed operator uploaded its files
+                    held[0] = newestId(jobDir) + 2;
+                    Path chk = jobDir.resolve("chk-" + held[0]);
+                    HoldCheckpoint.hold(held[0]);
+                    await(() -> HoldCheckpoint.HELD.get() == NumbersJob.PARALLELISM, "checkpoint " + held[0] + " held");
+                    await(() -> !young(base).isEmpty(), "checkpoint " + held[0] + "'s uploads");
+                    Thread.sleep(300);
+                    assertFalse(Files.exists(chk.resolve("_metadata")));
+                    CliProcess.Result refused = deleteOnce(work, base, "held", logs, outcomes);
+                    assertEquals(refused.output, 2, refused.exitCode);
+                    assertTrue(refused.output, refused.output.contains(chk + " has no _metadata and changed"));
+                    assertTrue(refused.output, refused.output.contains("a checkpoint in progress"));
+                    inProgress.addAll(young(base));
+                    Set<String> atZero = new TreeSet<>();
+                    for (io.checkpointsurgeon.OrphanReport.Entry e : CheckpointSurgeon.orphans(List.of(base), List.of(),
+                            java.time.Duration.ZERO).orphans()) atZero.add(e.path());
+                    for (Path p : inProgress) assertTrue(p + " is taken for an orphan at 0s", atZero.contains(p.toString()));
+                    HoldCheckpoint.release();
+                    await(() -> Files.exists(chk.resolve("_metadata")), "checkpoint " + held[0] + " completes");
                 }).run().orThrow();
-        System.out.println("orphans --delete runs while the job checkpointed: " + outcomes);
+        System.out.println("orphans --delete while the job checkpointed: " + outcomes);
+        System.out.println("files of checkpoint " + held[0] + " while in progress (young, unreferenced): " + inProgress.size());
         assertFalse("no run could delete: " + outcomes, logs.isEmpty());
 
         Path liveDir = live.checkpointPath().getParent();
+        Path heldChk = liveDir.resolve("chk-" + held[0]);
+        Set<Path> heldRefs = refs(heldChk);
+        for (Path p : inProgress) assertTrue(p + " is referenced by " + heldChk, heldRefs.contains(p));
         List<Path> kept = retained(liveDir);
         Set<Path> needed = new TreeSet<>();
         for (Path chk : kept) needed.addAll(refs(chk));
@@ -305,15 +327,113 @@ public class OrphansRecoverTest {
         for (Path log : logs) deleted.addAll(deletedIn(log));
         for (Path p : deleted) assertFalse(p + " deleted but referenced", needed.contains(p));
         for (Path p : aged) assertTrue(p + " (aged orphan) deleted", deleted.contains(p) && !Files.exists(p));
+        assertTrue(kept + " holds " + heldChk, kept.contains(heldChk));
         for (Path chk : kept) {
             String run = "live-" + chk.getFileName();
-            NumbersJob.SEEN.put(run, new java.util.concurrent.ConcurrentLinkedQueue<>());
             Configuration rc = liveConf(work.resolve("restores"), run);
             FlinkConf.restoreFrom(rc, chk.toUri().toString());
-            MiniClusterJob.of(run, rc, NumbersJob.PARALLELISM, env -> NumbersJob.topology(env, run, "op", 1_000_000))
-                    .checkpointsAfterReady(1).run().orThrow();
+            NumbersJob.SEEN.put(run, new java.util.concurrent.ConcurrentLinkedQueue<>());
+            MiniClusterJob.of(run, rc, NumbersJob.PARALLELISM, env -> liveTopology(env, run)).checkpointsAfterReady(1)
+                    .run().orThrow();
             assertFalse(run + " processed numbers after the restore", NumbersJob.SEEN.get(run).isEmpty());
         }
+    }
+
+    /** One {@code orphans --delete --older-than 5s}: refused (exit 2) or done, its log kept; the outcome noted. */
+    private static CliProcess.Result deleteOnce(Path work, Path base, String name, List<Path> logs, List<String> outcomes)
+            throws Exception {
+        Path log = work.resolve("deletions-" + name + ".log");
+        CliProcess.Result r = CliProcess.jar("orphans", base.toString(), "--older-than", "5s", "--unsafe-allow-young",
+                "--delete", "--deletion-log", log.toString()).run();
+        if (r.exitCode == 0) {
+            if (Files.exists(log)) logs.add(log);
+            outcomes.add("deleted " + (Files.exists(log) ? deletedIn(log).size() : 0));
+        } else {
+            assertEquals(r.output, 2, r.exitCode);
+            assertTrue(r.output, r.output.contains("nothing deleted: "));
+            outcomes.add(r.output.contains("a checkpoint in progress") ? "refused: chk-* in progress"
+                    : r.output.contains("written after the scan started") ? "refused: newer _metadata"
+                    : "refused: " + r.output.trim());
+        }
+        return r;
+    }
+
+    /** The files of the live job's directories that no _metadata references and that are younger than 5 s. */
+    private static Set<Path> young(Path base) {
+        Set<Path> out = new TreeSet<>();
+        try {
+            for (io.checkpointsurgeon.OrphanReport.Entry e : CheckpointSurgeon.orphans(List.of(base), List.of(),
+                    java.time.Duration.ofSeconds(5)).young()) {
+                if (e.path().contains("/shared/")) out.add(Path.of(e.path()));
+            }
+        } catch (io.checkpointsurgeon.CheckpointSurgeonException e) {
+            return out; // a file vanished meanwhile: ask again
+        }
+        return out;
+    }
+
+    private static long newestId(Path jobDir) throws IOException {
+        List<Path> kept = retained(jobDir);
+        return Long.parseLong(kept.get(kept.size() - 1).getFileName().toString().substring(4));
+    }
+
+    private static void await(java.util.function.BooleanSupplier done, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for " + what);
+            Thread.sleep(50);
+        }
+    }
+
+    /** {@link NumbersJob}'s job on 1,000,000 numbers (it runs until cancelled), with {@link HoldCheckpoint} after the sums. */
+    private static void liveTopology(StreamExecutionEnvironment env, String run) {
+        NumbersJob.SEEN.putIfAbsent(run, new java.util.concurrent.ConcurrentLinkedQueue<>());
+        DataStream<Long> numbers = env.fromSource(new NumberSequenceSource(1, 1_000_000), WatermarkStrategy.noWatermarks(),
+                "numbers").uid("op-source");
+        DataStream<Long> sums = numbers.map(new Functions.Sleep(1)).uid("op-throttle").keyBy(new Functions.ModKey(NumbersJob.KEYS))
+                .process(new NumbersJob.RunningSum(run)).uid("op-sum");
+        Shims.discard(sums.map(new HoldCheckpoint()).uid("op-hold").disableChaining(), "op-sink");
+    }
+
+    /**
+     * Holds one checkpoint in its synchronous snapshot until released: in a task of its own after
+     * the keyed sums, so the sums' RocksDB snapshot has uploaded its files while the checkpoint
+     * stays in progress. (The MiniCluster runs in the test's JVM: the statics are shared.)
+     */
+    static final class HoldCheckpoint implements MapFunction<Long, Long>, CheckpointedFunction {
+        static final java.util.concurrent.atomic.AtomicLong HOLD = new java.util.concurrent.atomic.AtomicLong();
+        static final java.util.concurrent.atomic.AtomicInteger HELD = new java.util.concurrent.atomic.AtomicInteger();
+        static volatile java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+
+        static void reset() {
+            HOLD.set(Long.MAX_VALUE);
+            HELD.set(0);
+            released = new java.util.concurrent.CountDownLatch(1);
+        }
+
+        static void hold(long id) {
+            HOLD.set(id);
+        }
+
+        static void release() {
+            HOLD.set(Long.MAX_VALUE);
+            released.countDown();
+        }
+
+        @Override
+        public Long map(Long value) {
+            return value;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext ctx) throws Exception {
+            if (ctx.getCheckpointId() != HOLD.get()) return;
+            HELD.incrementAndGet();
+            released.await(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext ctx) {}
     }
 
     /** The live job's configuration: checkpoints every 500 ms, RocksDB's LEVEL compaction (files are subsumed). */

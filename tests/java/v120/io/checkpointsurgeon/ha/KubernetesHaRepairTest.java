@@ -267,8 +267,8 @@ public class KubernetesHaRepairTest {
         String broken = chk.toRealPath().toUri().toString().replaceAll("/$", "");
         assertTrue(r.toString(), r.output.contains("BROKEN     " + broken));
         assertTrue(r.toString(), r.output.contains(lost.path() + ": missing"));
-        assertTrue(r.toString(), r.output.contains("HA pointer " + pointer + " names checkpoint " + newest + " ("
-                + broken + "), which does not restore"));
+        assertTrue(r.toString(), r.output.contains("HA pointer " + pointer + " names checkpoint " + newest + " (file:"
+                + chk.toRealPath() + "), which does not restore"));
         assertTrue(r.toString(), r.output.contains("drop the ConfigMap key or ZooKeeper node that names it"));
         String restores = r.output.substring(r.output.indexOf("RESTORES   ") + "RESTORES   ".length()).split(" ")[0];
         assertTrue(r.toString(), r.output.contains("start the job with -s " + restores));
