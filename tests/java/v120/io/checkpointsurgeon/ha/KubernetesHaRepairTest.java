@@ -250,8 +250,11 @@ public class KubernetesHaRepairTest {
      */
     @Test
     public void recoverNamesTheConfigMapPointerToABrokenCheckpoint() throws Exception {
-        JobID job = cluster.startV2FromV1();
-        cluster.recoverAndCheckpoint(job, "recovery 1");
+        cluster.start();
+        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
+        cluster.awaitRunning(job);
+        cluster.awaitHaCheckpoint(job, cluster.awaitHaCheckpoint(job, 0));
+        cluster.crash();
         Map<Long, Path> pointed = assertConfigMapPointsAtHaFiles(job, cluster.haFilesById(job));
         long newest = Collections.max(pointed.keySet());
         Path chk = cluster.checkpointDir(job, newest);
