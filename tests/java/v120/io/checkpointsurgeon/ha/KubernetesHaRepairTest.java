@@ -203,11 +203,7 @@ public class KubernetesHaRepairTest {
      */
     @Test
     public void listShowsPointersWithoutAFileAndFilesWithoutAPointer() throws Exception {
-        cluster.start();
-        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
-        cluster.awaitRunning(job);
-        cluster.awaitHaCheckpoint(job, cluster.awaitHaCheckpoint(job, 0));
-        cluster.crash();
+        JobID job = twoHaCheckpointsThenCrash();
         Map<Long, Path> pointed = assertConfigMapPointsAtHaFiles(job, cluster.haFilesById(job));
         assertTrue("two retained checkpoints: " + pointed, pointed.size() >= 2);
         long gone = Collections.min(pointed.keySet());
@@ -250,11 +246,7 @@ public class KubernetesHaRepairTest {
      */
     @Test
     public void recoverNamesTheConfigMapPointerToABrokenCheckpoint() throws Exception {
-        cluster.start();
-        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
-        cluster.awaitRunning(job);
-        cluster.awaitHaCheckpoint(job, cluster.awaitHaCheckpoint(job, 0));
-        cluster.crash();
+        JobID job = twoHaCheckpointsThenCrash();
         Map<Long, Path> pointed = assertConfigMapPointsAtHaFiles(job, cluster.haFilesById(job));
         long newest = Collections.max(pointed.keySet());
         Path chk = cluster.checkpointDir(job, newest);
@@ -298,6 +290,16 @@ public class KubernetesHaRepairTest {
                 + "/: cannot list the HA ConfigMaps of cluster '" + HaCluster.CLUSTER_ID + "' in namespace 'default'"));
         assertTrue("the refused connection is named: " + r, r.output.contains("ConnectException"));
         assertTrue("took " + seconds + " s", seconds < 30);
+    }
+
+    /** Starts the cluster, runs the consumer job until two HA checkpoints completed, and crashes the cluster. */
+    private JobID twoHaCheckpointsThenCrash() throws Exception {
+        cluster.start();
+        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
+        cluster.awaitRunning(job);
+        cluster.awaitHaCheckpoint(job, cluster.awaitHaCheckpoint(job, 0));
+        cluster.crash();
+        return job;
     }
 
     /**
