@@ -21,8 +21,8 @@ import picocli.CommandLine.Parameters;
                 + " readable and accepted by Flink's loader (Flink on the class path), no error of the doctor, every"
                 + " referenced file present with at least the size its handle records (stat only). Prints why each"
                 + " newer one does not restore, how to restore, and with --ha-dir, --kubernetes or --zookeeper-quorum"
-                + " the HA pointers that name a broken checkpoint. Exit 0: the newest restores; 4: an older one restores (or an HA pointer"
-                + " names a broken one); 2: none restores.")
+                + " the HA pointers that name a broken checkpoint. Exit 0: the newest restores; 4: an older one"
+                + " restores (or an HA pointer names a broken one); 2: none restores.")
 final class RecoverCommand extends BaseCommand {
     @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a checkpoint, job, base or savepoint directory")
     List<Path> roots;
