@@ -46,6 +46,34 @@ public final class FlinkConf {
         set(c, path, "execution.savepoint.path", "execution.state-recovery.path");
     }
 
+    /**
+     * The job starts from {@code path} in a restore mode that keeps referencing the snapshot's
+     * {@code shared/} files by absolute path: LEGACY where the Flink on the class path has it (its
+     * restore-mode enum: {@code RestoreMode} in 1.15 and 1.20, {@code RecoveryClaimMode} in 2.x, where
+     * LEGACY is deprecated), else CLAIM. Returns the mode set.
+     */
+    public static String restoreReferencing(Configuration c, String path) {
+        restoreFrom(c, path);
+        String mode = restoreModes().contains("LEGACY") ? "LEGACY" : "CLAIM";
+        set(c, mode, "execution.savepoint-restore-mode", "execution.state-recovery.claim-mode");
+        return mode;
+    }
+
+    /** The constants of this Flink's restore-mode enum (renamed and moved between versions). */
+    private static java.util.List<String> restoreModes() {
+        for (String name : new String[] {"org.apache.flink.core.execution.RecoveryClaimMode",
+                "org.apache.flink.core.execution.RestoreMode", "org.apache.flink.runtime.jobgraph.RestoreMode"}) {
+            try {
+                java.util.List<String> out = new java.util.ArrayList<>();
+                for (Object o : Class.forName(name).getEnumConstants()) out.add(((Enum<?>) o).name());
+                return out;
+            } catch (ClassNotFoundException e) {
+                // not this version's name
+            }
+        }
+        throw new IllegalStateException("no restore-mode enum of Flink on the class path");
+    }
+
     /** A failure ends the job instead of restarting it. */
     public static void noRestarts(Configuration c) {
         set(c, "none", "restart-strategy", "restart-strategy.type");

@@ -9,6 +9,7 @@ import java.nio.file.FileVisitOption;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -121,6 +122,9 @@ final class CheckpointScan {
 
                             @Override
                             public FileVisitResult visitFileFailed(Path f, IOException e) throws IOException {
+                                // deleted after its directory was listed (a running job discards subsumed
+                                // checkpoints): no file of the roots any more
+                                if (e instanceof NoSuchFileException && !f.equals(root)) return FileVisitResult.CONTINUE;
                                 throw e;
                             }
                         });
@@ -130,8 +134,9 @@ final class CheckpointScan {
         }
         // chk-* directories without _metadata: an aborted checkpoint, or one being written now
         Map<Path, Long> newest = new HashMap<>();
+        Map<Path, java.util.Optional<Path>> chkOfDir = new HashMap<>();
         for (Map.Entry<Path, FileInfo> e : s.files.entrySet()) {
-            Path chk = chkDirOf(e.getKey(), s.roots);
+            Path chk = chkDirOf(e.getKey(), s.roots, chkOfDir);
             if (chk != null && !dirsWithMetadata.containsKey(chk)) newest.merge(chk, e.getValue().mtime, Math::max);
         }
         for (Map.Entry<Path, Long> e : chkDirs.entrySet()) {
@@ -159,6 +164,11 @@ final class CheckpointScan {
 
     private static Path parent(Metadata m) {
         return m.dir.getParent() == null ? m.dir : m.dir.getParent();
+    }
+
+    /** {@link #chkDirOf(Path, List)}, remembered by the file's directory (a walk has 100,000s of files, few directories). */
+    static Path chkDirOf(Path file, List<Path> roots, Map<Path, java.util.Optional<Path>> byDir) {
+        return byDir.computeIfAbsent(file.getParent(), d -> java.util.Optional.ofNullable(chkDirOf(file, roots))).orElse(null);
     }
 
     /** The {@code chk-<id>} directory a file lies in, directly or below, inside one of the roots; or null. */

@@ -86,6 +86,8 @@ final class Orphans {
         List<OrphanReport.Entry> young = new ArrayList<>();
         List<OrphanReport.Entry> kept = new ArrayList<>();
         long bytes = 0;
+        Map<Path, java.util.Optional<Path>> chkOfDir = new HashMap<>();
+        Map<Path, Boolean> storageDir = new HashMap<>();
         for (Map.Entry<Path, CheckpointScan.FileInfo> e : s.files.entrySet()) {
             Path f = e.getKey();
             CheckpointScan.FileInfo info = e.getValue();
@@ -97,12 +99,12 @@ final class Orphans {
                 continue;
             }
             OrphanReport.Kind kind;
-            Path chk = CheckpointScan.chkDirOf(f, s.roots);
+            Path chk = CheckpointScan.chkDirOf(f, s.roots, chkOfDir);
             if (STAGED.matcher(name).matches()) {
                 kind = OrphanReport.Kind.LEFTOVER;
             } else if (chk != null && s.incomplete.containsKey(chk)) {
                 kind = OrphanReport.Kind.INCOMPLETE_CHECKPOINT;
-            } else if (inStorage(f, s.roots)) {
+            } else if (storageDir.computeIfAbsent(f.getParent(), d -> inStorage(f, s.roots))) {
                 kind = OrphanReport.Kind.UNREFERENCED;
             } else {
                 continue; // not checkpoint storage: never taken for an orphan

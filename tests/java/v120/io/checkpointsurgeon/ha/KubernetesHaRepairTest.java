@@ -7,6 +7,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.InspectReport;
+import io.checkpointsurgeon.flink.StateFile;
 import io.checkpointsurgeon.internal.Json;
 import io.checkpointsurgeon.testing.CliProcess;
 
@@ -202,11 +203,7 @@ public class KubernetesHaRepairTest {
      */
     @Test
     public void listShowsPointersWithoutAFileAndFilesWithoutAPointer() throws Exception {
-        cluster.start();
-        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
-        cluster.awaitRunning(job);
-        cluster.awaitHaCheckpoint(job, cluster.awaitHaCheckpoint(job, 0));
-        cluster.crash();
+        JobID job = twoHaCheckpointsThenCrash();
         Map<Long, Path> pointed = assertConfigMapPointsAtHaFiles(job, cluster.haFilesById(job));
         assertTrue("two retained checkpoints: " + pointed, pointed.size() >= 2);
         long gone = Collections.min(pointed.keySet());
@@ -242,6 +239,38 @@ public class KubernetesHaRepairTest {
                 listing.get("filesWithoutPointer"));
     }
 
+    /**
+     * {@code recover --kubernetes}: the checkpoint the newest ConfigMap pointer names lost a state
+     * file; recover names that pointer (Flink recovers from it before any execution.savepoint.path),
+     * the missing file, an older checkpoint that restores, and how to take the pointer away.
+     */
+    @Test
+    public void recoverNamesTheConfigMapPointerToABrokenCheckpoint() throws Exception {
+        JobID job = twoHaCheckpointsThenCrash();
+        Map<Long, Path> pointed = assertConfigMapPointsAtHaFiles(job, cluster.haFilesById(job));
+        long newest = Collections.max(pointed.keySet());
+        Path chk = cluster.checkpointDir(job, newest);
+        StateFile lost = CheckpointSurgeon.references(chk).stream().filter(f -> f.kind() == StateFile.Kind.RELATIVE)
+                .findFirst().orElseThrow();
+        Files.delete(chk.resolve(lost.path()));
+
+        CliProcess.Result r = CliProcess.withFlink(kubernetes("recover", cluster.checkpoints.toString())).run();
+        System.err.println("recover --kubernetes: " + r);
+        assertEquals(r.toString(), 4, r.exitCode);
+        String pointer = "ConfigMap " + HaCluster.CLUSTER_ID + "-" + job + "-config-map "
+                + String.format("checkpointID-%019d", newest);
+        String broken = chk.toRealPath().toUri().toString().replaceAll("/$", "");
+        assertTrue(r.toString(), r.output.contains("BROKEN     " + broken));
+        assertTrue(r.toString(), r.output.contains(lost.path() + ": missing"));
+        assertTrue(r.toString(), r.output.contains("HA pointer " + pointer + " names checkpoint " + newest + " (file:"
+                + chk.toRealPath() + "), which does not restore"));
+        assertTrue(r.toString(), r.output.contains("drop the ConfigMap key or ZooKeeper node that names it"));
+        String restores = r.output.substring(r.output.indexOf("RESTORES   ") + "RESTORES   ".length()).split(" ")[0];
+        assertTrue(r.toString(), r.output.contains("start the job with -s " + restores));
+        // only the pointer to the broken checkpoint is named
+        assertEquals(r.toString(), 1, r.output.split("\nHA pointer ", -1).length - 1);
+    }
+
     /** An API server that does not answer is an IO error naming its URL, at once (no retries). */
     @Test
     public void unreachableApiServerIsAClearError() throws Exception {
@@ -261,6 +290,16 @@ public class KubernetesHaRepairTest {
                 + "/: cannot list the HA ConfigMaps of cluster '" + HaCluster.CLUSTER_ID + "' in namespace 'default'"));
         assertTrue("the refused connection is named: " + r, r.output.contains("ConnectException"));
         assertTrue("took " + seconds + " s", seconds < 30);
+    }
+
+    /** Starts the cluster, runs the consumer job until two HA checkpoints completed, and crashes the cluster. */
+    private JobID twoHaCheckpointsThenCrash() throws Exception {
+        cluster.start();
+        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, true), null);
+        cluster.awaitRunning(job);
+        cluster.awaitHaCheckpoint(job, cluster.awaitHaCheckpoint(job, 0));
+        cluster.crash();
+        return job;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.ha;
 
+import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertTrue;
 
@@ -14,9 +15,10 @@ import org.apache.flink.api.common.JobID;
 import org.junit.Test;
 
 /**
- * {@code recover --ha-dir} on a real ZooKeeper-HA cluster that crashed: the checkpoint its newest
- * completedCheckpoint file points to lost a state file, and recover names that HA pointer (Flink
- * would recover from it before any {@code execution.savepoint.path}) and how to take it away.
+ * {@code recover --ha-dir} and {@code recover --zookeeper-quorum} on a real ZooKeeper-HA cluster that
+ * crashed: the checkpoint its newest completedCheckpoint file (and the ZooKeeper node naming that
+ * file) points to lost a state file, and recover names that HA pointer (Flink would recover from it
+ * before any {@code execution.savepoint.path}) and how to take it away.
  */
 public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
 
@@ -41,5 +43,15 @@ public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
         // the union state this job grows is a doctor's error, but no reason a restore fails
         assertTrue(r.output, !r.output.contains("STALE_UNION_STATE") && r.output.contains("RESTORES   "));
         assertTrue(r.output, r.output.contains("move the completedCheckpoint file out of the HA directory"));
+
+        // the same pointer as the cluster's ZooKeeper node
+        CliProcess.Result z = CliProcess.withFlink("recover", cluster.checkpoints.toString(), "--zookeeper-quorum",
+                zk.connectString(), "--cluster-id", HaCluster.CLUSTER_ID).run();
+        System.out.println(z.output);
+        assertEquals(z.output, 4, z.exitCode);
+        String node = "/flink/" + HaCluster.CLUSTER_ID + "/jobs/" + job + "/checkpoints/" + String.format("%019d", newest);
+        assertTrue(z.output, z.output.contains("HA pointer ZooKeeper node " + node + " names checkpoint " + newest));
+        assertTrue(z.output, z.output.contains("drop the ConfigMap key or ZooKeeper node that names it"));
+        assertEquals(z.output, 1, z.output.split("\nHA pointer ", -1).length - 1);
     }
 }

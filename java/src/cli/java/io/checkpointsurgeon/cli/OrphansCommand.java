@@ -34,7 +34,9 @@ final class OrphansCommand extends BaseCommand {
     List<Path> also = new ArrayList<>();
 
     @Option(names = "--older-than", paramLabel = "DURATION", description = "only files older than this (90m, 2h,"
-            + " 7d); --delete needs it, at least 1h")
+            + " 7d); --delete needs it, at least 1h, and longer than the jobs' checkpoint timeout"
+            + " (execution.checkpointing.timeout, default 10m): what protects the files of a checkpoint or savepoint"
+            + " in progress is that they are younger")
     String olderThan;
 
     @Option(names = "--delete", description = "delete the orphans (needs --older-than)")

@@ -4,6 +4,7 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.RecoverReport;
 import io.checkpointsurgeon.flink.KubernetesHa;
+import io.checkpointsurgeon.flink.ZooKeeperLeader;
 import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -19,9 +20,9 @@ import picocli.CommandLine.Parameters;
         description = "Find the newest checkpoint or savepoint under local directories that will restore: _metadata"
                 + " readable and accepted by Flink's loader (Flink on the class path), no error of the doctor, every"
                 + " referenced file present with at least the size its handle records (stat only). Prints why each"
-                + " newer one does not restore, how to restore, and with --ha-dir/--kubernetes the HA pointers that"
-                + " name a broken checkpoint. Exit 0: the newest restores; 4: an older one restores (or an HA pointer"
-                + " names a broken one); 2: none restores.")
+                + " newer one does not restore, how to restore, and with --ha-dir, --kubernetes or --zookeeper-quorum"
+                + " the HA pointers that name a broken checkpoint. Exit 0: the newest restores; 4: an older one"
+                + " restores (or an HA pointer names a broken one); 2: none restores.")
 final class RecoverCommand extends BaseCommand {
     @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a checkpoint, job, base or savepoint directory")
     List<Path> roots;
@@ -29,6 +30,14 @@ final class RecoverCommand extends BaseCommand {
     @Option(names = "--ha-dir", paramLabel = "HA_DIR", description = "high-availability.storageDir (or its"
             + " <cluster-id> dir): its completedCheckpoint files are HA pointers")
     Path haDir;
+
+    @Option(names = "--zookeeper-quorum", paramLabel = "HOSTS", description = "ZooKeeper HA: read the cluster's"
+            + " checkpoint pointers (its jobs' checkpoint nodes) from this ZooKeeper (Flink's jars on the class path)")
+    String zookeeperQuorum;
+
+    @Option(names = "--zookeeper-root", paramLabel = "PATH", description = "with --zookeeper-quorum:"
+            + " high-availability.zookeeper.path.root (default: /flink)")
+    String zookeeperRoot = "/flink";
 
     @CommandLine.Mixin
     KubernetesMixin k8s = new KubernetesMixin();
@@ -39,6 +48,7 @@ final class RecoverCommand extends BaseCommand {
     @Override
     public Integer call() throws CheckpointSurgeonException {
         requireLocal("recover", roots);
+        if (zookeeperQuorum != null && k8s.kubernetes) throw usage("--kubernetes or --zookeeper-quorum, not both");
         Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
         if (haDir != null) {
             for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
@@ -49,6 +59,13 @@ final class RecoverCommand extends BaseCommand {
                     if (p.markedForDeletion || p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
                     pointers.put("ConfigMap " + p.configMap + " " + p.key, CheckpointSurgeon.haFileInfo(p.file));
                 }
+            }
+        }
+        if (zookeeperQuorum != null) {
+            for (KubernetesHa.Pointer p : ZooKeeperLeader.checkpointPointers(zookeeperQuorum, zookeeperRoot,
+                    k8s.clusterId == null ? "default" : k8s.clusterId)) {
+                if (p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
+                pointers.put("ZooKeeper node " + p.configMap + "/" + p.key, CheckpointSurgeon.haFileInfo(p.file));
             }
         }
         RecoverReport r = CheckpointSurgeon.recover(roots, pointers);

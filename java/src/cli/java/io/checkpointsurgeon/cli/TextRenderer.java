@@ -589,7 +589,19 @@ final class TextRenderer {
 
     /** A count, or "-" for a value that is absent (-1). */
     static String count(long n) {
-        return n < 0 ? "-" : String.format(Locale.ROOT, "%,d", n);
+        if (n < 0) return "-";
+        // by hand, not String.format("%,d"): orphans prints one per file (a new DecimalFormat each)
+        String d = Long.toString(n);
+        int first = (d.length() - 1) % 3 + 1;
+        StringBuilder b = new StringBuilder(d.length() + d.length() / 3).append(d, 0, first);
+        for (int i = first; i < d.length(); i += 3) b.append(',').append(d, i, i + 3);
+        return b.toString();
+    }
+
+    /** {@code s} right-aligned in {@code width} columns ({@code %12s} without a Formatter). */
+    private static StringBuilder padLeft(StringBuilder b, String s, int width) {
+        for (int i = s.length(); i < width; i++) b.append(' ');
+        return b.append(s);
     }
 
     /** {@code recover}: each checkpoint newest first with its verdict and reasons, how to restore, the broken HA pointers. */
@@ -646,14 +658,17 @@ final class TextRenderer {
                         r.alsoReferencedBy())) + ")"));
         if (delete) {
             for (io.checkpointsurgeon.OrphanReport.Entry e : r.deleted()) {
-                b.append(String.format(Locale.ROOT, "  deleted %12s  %s%n", count(e.size()), printable(e.path())));
+                padLeft(b.append("  deleted "), count(e.size()), 12).append("  ").append(printable(e.path())).append(NL);
             }
             long sum = r.deleted().stream().mapToLong(io.checkpointsurgeon.OrphanReport.Entry::size).sum();
             b.append(String.format(Locale.ROOT, "deleted %d file(s), %s%s%n", r.deleted().size(), bytes(sum),
                     r.deletionLog() == null ? "" : "; logged in " + printable(r.deletionLog())));
         } else {
             for (io.checkpointsurgeon.OrphanReport.Entry e : r.orphans()) {
-                b.append(String.format(Locale.ROOT, "  %12s  %-21s  %s%n", count(e.size()), e.kind(), printable(e.path())));
+                String kind = e.kind().toString();
+                padLeft(b.append("  "), count(e.size()), 12).append("  ").append(kind);
+                for (int i = kind.length(); i < 21; i++) b.append(' ');
+                b.append("  ").append(printable(e.path())).append(NL);
             }
             b.append(String.format(Locale.ROOT, "%d orphan(s), %s (sizes in bytes)%n", r.orphans().size(), bytes(r.orphanBytes())));
         }

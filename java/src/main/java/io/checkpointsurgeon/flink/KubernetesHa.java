@@ -295,9 +295,22 @@ public final class KubernetesHa implements AutoCloseable {
     }
 
     private static Pointer pointer(String configMap, String key, long id, String jobId, String value) {
+        byte[] bytes;
+        try {
+            bytes = Base64.getDecoder().decode(value);
+        } catch (IllegalArgumentException e) {
+            return Pointer.of(configMap, key, id, jobId, null, false, "not Base64: " + e.getMessage());
+        }
+        return pointer(configMap, key, id, jobId, bytes);
+    }
+
+    /**
+     * A pointer from its serialized handle: a RetrievableStreamStateHandle, in a ConfigMap wrapped
+     * in a StateHandleWithDeleteMarker (as is in a ZooKeeper node, {@code configMap} its parent node).
+     */
+    static Pointer pointer(String configMap, String key, long id, String jobId, byte[] bytes) {
         String name = configMap + " " + key;
         try {
-            byte[] bytes = Base64.getDecoder().decode(value);
             Object handle = deserialize(name, bytes);
             boolean deleted = false;
             if (handle.getClass().getName().equals(MARKER)) {
@@ -311,8 +324,6 @@ public final class KubernetesHa implements AutoCloseable {
             }
             Object path = file.getClass().getMethod("getFilePath").invoke(file);
             return Pointer.of(configMap, key, id, jobId, path.toString(), deleted, null);
-        } catch (IllegalArgumentException e) {
-            return Pointer.of(configMap, key, id, jobId, null, false, "not Base64: " + e.getMessage());
         } catch (CheckpointSurgeonException e) {
             return Pointer.of(configMap, key, id, jobId, null, false, e.getMessage());
         } catch (ReflectiveOperationException | ClassCastException | NullPointerException e) {

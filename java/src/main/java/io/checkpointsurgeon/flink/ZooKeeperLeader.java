@@ -9,8 +9,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Whether a JobManager holds leadership of a cluster in ZooKeeper, read with the ZooKeeper client
- * Flink ships (flink-shaded-zookeeper-3, on the class path with Flink's jars). A JobManager that
+ * A cluster's ZooKeeper HA nodes, read with the ZooKeeper client Flink ships
+ * (flink-shaded-zookeeper-3, on the class path with Flink's jars): its checkpoint pointers, and
+ * whether a JobManager holds leadership. A JobManager that
  * runs has an ephemeral node under the cluster's leader latch: {@code <root>/<cluster-id>/leader/latch}
  * (one latch for all components, as Flink 1.20 writes it; {@code <root>/<cluster-id>/latch} is
  * checked too) or {@code <root>/<cluster-id>/leaderlatch/<component>} (up to 1.14). The leader's
@@ -30,7 +31,7 @@ public final class ZooKeeperLeader {
      */
     public static String liveLeader(String quorum, String root, String clusterId) throws CheckpointSurgeonException {
         String base = ("/" + root + "/" + clusterId).replaceAll("/+", "/").replaceAll("/$", "");
-        Object zk = connect(quorum);
+        Object zk = connect(quorum, "cannot check that no JobManager holds the leadership (--force skips the check)");
         try {
             List<String> contenders = new ArrayList<>();
             for (String latch : new String[] {base + "/leader/latch", base + "/latch"}) {
@@ -58,6 +59,48 @@ public final class ZooKeeperLeader {
     }
 
     /**
+     * The cluster's checkpoint pointers: the nodes {@code <root>/<cluster-id>/jobs/<job id>/checkpoints/<id>}
+     * (Flink 1.15+; {@code <root>/<cluster-id>/checkpoints/<job id>/<id>} up to 1.14), each holding a
+     * Java-serialized RetrievableStreamStateHandle of a completedCheckpoint file; a pointer's
+     * {@code configMap} is the node's parent, its {@code key} the node's name.
+     */
+    public static List<KubernetesHa.Pointer> checkpointPointers(String quorum, String root, String clusterId)
+            throws CheckpointSurgeonException {
+        String base = ("/" + root + "/" + clusterId).replaceAll("/+", "/").replaceAll("/$", "");
+        Object zk = connect(quorum, "cannot read the cluster's checkpoint pointers");
+        try {
+            List<KubernetesHa.Pointer> out = new ArrayList<>();
+            for (String job : sorted(children(zk, base + "/jobs"))) {
+                pointers(zk, base + "/jobs/" + job + "/checkpoints", job, out);
+            }
+            for (String job : sorted(children(zk, base + "/checkpoints"))) pointers(zk, base + "/checkpoints/" + job, job, out);
+            return out;
+        } finally {
+            invoke(zk, "close");
+        }
+    }
+
+    private static void pointers(Object zk, String dir, String job, List<KubernetesHa.Pointer> out)
+            throws CheckpointSurgeonException {
+        for (String node : sorted(children(zk, dir))) {
+            long id;
+            try {
+                id = Long.parseLong(node);
+            } catch (NumberFormatException notOne) {
+                continue; // not Flink's %019d checkpoint id
+            }
+            byte[] handle = data(zk, dir + "/" + node);
+            if (handle != null) out.add(KubernetesHa.pointer(dir, node, id, job, handle));
+        }
+    }
+
+    private static List<String> sorted(List<String> names) {
+        List<String> out = new ArrayList<>(names);
+        java.util.Collections.sort(out);
+        return out;
+    }
+
+    /**
      * The address an ObjectOutputStream wrote with writeUTF first (stream header, a block-data
      * record, then the string); null if the bytes are not that.
      */
@@ -69,7 +112,8 @@ public final class ZooKeeperLeader {
         return s.chars().allMatch(c -> c >= 0x20 && c < 0x7f) ? s : null;
     }
 
-    private static Object connect(String quorum) throws CheckpointSurgeonException {
+    /** A connected client; {@code unreachable} says what cannot be done when it does not connect. */
+    private static Object connect(String quorum, String unreachable) throws CheckpointSurgeonException {
         try {
             Class<?> zkClass = Class.forName(SHADED + "ZooKeeper");
             Class<?> watcher = Class.forName(SHADED + "Watcher");
@@ -83,15 +127,14 @@ public final class ZooKeeperLeader {
                 if (System.nanoTime() > deadline) {
                     invoke(zk, "close");
                     throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "no connection to ZooKeeper "
-                            + quorum + " within " + TIMEOUT_MS / 1000 + " s: cannot check that no JobManager holds the"
-                            + " leadership (--force skips the check)");
+                            + quorum + " within " + TIMEOUT_MS / 1000 + " s: " + unreachable);
                 }
                 Thread.sleep(50);
             }
             return zk;
         } catch (ClassNotFoundException | LinkageError e) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, "checking the ZooKeeper"
-                    + " leader needs Flink's jars (flink-shaded-zookeeper-3) on the class path: " + e, e);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, "reading ZooKeeper HA"
+                    + " needs Flink's jars (flink-shaded-zookeeper-3) on the class path: " + e, e);
         } catch (ReflectiveOperationException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper " + quorum + ": " + cause(e), e);
         } catch (InterruptedException e) {
