@@ -369,9 +369,9 @@ struct JavaRewriter {
 impl commit::work::KeyedRewriter for JavaRewriter {
     fn rewrite(&self, items: Vec<Vec<u8>>) -> crate::Result<Vec<Bytes>> {
         let framed = commit::work::frame(&items);
-        let out = self
-            .vm
-            .attach_current_thread(|env| -> jni::errors::Result<Vec<u8>> {
+        // a frame of its own: a failed job's exception is described with many local references
+        let out = self.vm.attach_current_thread(|env| {
+            env.with_local_frame(256, |env| -> jni::errors::Result<Vec<u8>> {
                 let arg = env.byte_array_from_slice(&framed)?;
                 let arr = env
                     .call_method(
@@ -383,7 +383,8 @@ impl commit::work::KeyedRewriter for JavaRewriter {
                     .l()?;
                 let arr = env.cast_local::<JByteArray>(arr)?;
                 env.convert_byte_array(&arr)
-            });
+            })
+        });
         match out {
             Ok(v) => commit::work::unframe(Bytes::from(v)),
             Err(jni::errors::Error::CaughtJavaException { msg, .. }) => {

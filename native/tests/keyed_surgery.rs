@@ -1485,9 +1485,14 @@ impl commit::work::KeyedRewriter for Elsewhere {
 fn key_group_streams_rewritten_elsewhere_are_the_local_stages_and_a_failure_leaves_nothing() {
     let mut checked = 0;
     for version in VERSIONS {
-        for dir in key_groups_fixtures(version) {
+        for (dir, req) in key_groups_fixtures(version).into_iter().flat_map(|d| {
+            [
+                Request::remove_keyed_state(Selector::All, "list-state"),
+                Request::rename_keyed_state(Selector::All, "list-state", "list-state-v1"),
+            ]
+            .map(|r| (d.clone(), r))
+        }) {
             let cp = Checkpoint::open(&dir).unwrap();
-            let req = Request::remove_keyed_state(Selector::All, "list-state");
             let Ok(local) = apply(&cp, &req) else {
                 continue;
             };
@@ -1536,6 +1541,6 @@ fn key_group_streams_rewritten_elsewhere_are_the_local_stages_and_a_failure_leav
             }
         }
     }
-    // key-groups fixtures of three versions, canonical and heap, compressed or not
-    assert!(checked >= 12, "{checked} fixtures checked");
+    // key-groups fixtures of three versions, canonical and heap, compressed or not; remove, rename
+    assert!(checked >= 24, "{checked} cases checked");
 }
