@@ -369,7 +369,7 @@ struct JavaRewriter {
 impl commit::work::KeyedRewriter for JavaRewriter {
     fn rewrite(&self, items: Vec<Vec<u8>>) -> crate::Result<Vec<Bytes>> {
         let framed = commit::work::frame(&items);
-        // a frame of its own: a failed job's exception is described with many local references
+        // the callback's local references in a frame of their own
         let out = self.vm.attach_current_thread(|env| {
             env.with_local_frame(256, |env| -> jni::errors::Result<Vec<u8>> {
                 let arg = env.byte_array_from_slice(&framed)?;

@@ -343,8 +343,8 @@ public final class Surgery {
 
     /**
      * Rewrites the keyed state files as a Flink batch job on a cluster instead of in this process:
-     * one task per keyed handle, {@link #threads(int)} at a time (default: the environment's
-     * parallelism), each through the native library shipped in this jar; {@code _metadata} is then
+     * one task per keyed handle, {@link #threads(int)} at a time (default: the cluster's task slots
+     * with {@link #onFlinkCluster(String)}, else the environment's parallelism), each through the native library shipped in this jar; {@code _metadata} is then
      * written here, through the same commit sequence. {@code streamExecutionEnvironment} is
      * Flink's {@code StreamExecutionEnvironment} whose cluster runs the job (a MiniCluster's, a
      * remote one's), or null for {@code getExecutionEnvironment()}. The checkpoint and the output

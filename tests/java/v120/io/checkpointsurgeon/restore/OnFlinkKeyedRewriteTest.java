@@ -137,7 +137,8 @@ public class OnFlinkKeyedRewriteTest {
             CliProcess.Result r = CliProcess.withFlink("remove-keyed-state", savepoint.toString(), "--state", "a",
                     "--apply", "--output", out.toString(), "--on-flink", "--jobmanager", "localhost:" + rest).run();
             assertEquals(r.toString(), 0, r.exitCode);
-            assertTrue(r.output, r.output.contains("on Flink: job"));
+            // the cluster's 2 task slots, as no --threads is given (the client's own default would be 1)
+            assertTrue(r.output, r.output.contains("2 keyed state file(s) to rewrite, parallelism 2, JobManager"));
             assertTrue(r.output, r.output.contains("loaded by Flink"));
             assertTrue("the cluster ran the job: " + get(rest, "/jobs/overview"),
                     get(rest, "/jobs/overview").contains("\"state\":\"FINISHED\""));

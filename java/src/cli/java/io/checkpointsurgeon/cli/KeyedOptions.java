@@ -6,7 +6,7 @@ import picocli.CommandLine.Option;
 /** What the keyed-state surgeries share: {@code --threads} and {@code --on-flink}. */
 final class KeyedOptions {
     @Option(names = "--threads", paramLabel = "N", description = "keyed state files rewritten at once (default: the "
-            + "core count; with --on-flink, the job's parallelism, default the cluster's)")
+            + "core count; with --on-flink, the job's parallelism, default the cluster's task slots)")
     Integer threads;
 
     @Option(names = "--on-flink", description = "rewrite the keyed state files as a Flink batch job (one task per "

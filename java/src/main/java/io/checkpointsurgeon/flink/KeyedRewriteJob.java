@@ -69,8 +69,7 @@ public final class KeyedRewriteJob {
             Class<?> mode = Class.forName("org.apache.flink.api.common.RuntimeExecutionMode", true, cl);
             envClass.getMethod("setRuntimeMode", mode).invoke(env, enumValue(mode, "BATCH"));
             noRestarts(env, envClass, cl);
-            int p = parallelism != null ? parallelism : (Integer) envClass.getMethod("getParallelism").invoke(env);
-            p = Math.max(1, Math.min(p, items.size()));
+            int p = Math.min(parallelism != null ? parallelism : defaultParallelism(env, envClass), items.size());
             Object source = envClass.getMethod("fromElements", Class.class, Object[].class)
                     .invoke(env, byte[].class, items.toArray(new byte[0][]));
             Class<?> stream = Class.forName("org.apache.flink.streaming.api.datastream.DataStream", true, cl);
@@ -82,9 +81,9 @@ public final class KeyedRewriteJob {
             Object task = Proxy.newProxyInstance(cl, new Class<?>[] {mapFunction}, new Rewrite());
             Object mapped = stream.getMethod("map", mapFunction, typeInfo).invoke(rebalanced, task, bytesType);
             mapped.getClass().getMethod("name", String.class).invoke(mapped, "rewrite keyed state files");
-            mapped.getClass().getMethod("setParallelism", int.class).invoke(mapped, p);
+            mapped.getClass().getMethod("setParallelism", int.class).invoke(mapped, Math.max(1, p));
             CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "on Flink: job '%s', %,d keyed"
-                    + " state file(s) to rewrite, parallelism %d%s", jobName, items.size(), p,
+                    + " state file(s) to rewrite, parallelism %d%s", jobName, items.size(), Math.max(1, p),
                     jobManager == null ? "" : ", JobManager " + jobManager));
             List<byte[]> done = new ArrayList<>(items.size());
             Object it = stream.getMethod("executeAndCollect", String.class).invoke(mapped, jobName);
@@ -112,6 +111,34 @@ public final class KeyedRewriteJob {
         return envClass.getMethod("createRemoteEnvironment", String.class, int.class, String[].class).invoke(null,
                 jobManager.substring(0, colon), Integer.parseInt(jobManager.substring(colon + 1)),
                 new String[] {thisJar()});
+    }
+
+    /**
+     * The job's parallelism without {@code --threads}: a cluster's task slots (its REST
+     * {@code /overview}: a remote environment's own is the client's {@code parallelism.default},
+     * 1 unless configured), else the environment's.
+     */
+    private int defaultParallelism(Object env, Class<?> envClass) throws ReflectiveOperationException {
+        if (jobManager != null) {
+            try {
+                java.net.HttpURLConnection c = (java.net.HttpURLConnection) new java.net.URL("http://" + jobManager
+                        + "/overview").openConnection();
+                c.setConnectTimeout(10_000);
+                c.setReadTimeout(10_000);
+                try (java.io.InputStream in = c.getInputStream()) {
+                    String json = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"slots-total\"\\s*:\\s*(\\d+)")
+                            .matcher(json);
+                    if (m.find() && Integer.parseInt(m.group(1)) > 0) return Integer.parseInt(m.group(1));
+                } finally {
+                    c.disconnect();
+                }
+            } catch (IOException | RuntimeException e) {
+                CheckpointSurgeon.progressListener().message("on Flink: the task slots of " + jobManager
+                        + " are not known (" + e + "); the job runs with the environment's parallelism");
+            }
+        }
+        return (Integer) envClass.getMethod("getParallelism").invoke(env);
     }
 
     /** This jar, shipped with the job: the tasks load the classes and the native library from it. */
