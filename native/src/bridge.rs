@@ -358,10 +358,66 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspectKe
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri)`: the surgery
-/// plan. With a `streamDir`, also the stage step of the commit (`commit::stage`): the new state
-/// files and the new `_metadata` under fresh names there; absolute handles of new files name
-/// `<outputUri>/<file>` when the caller uploads them there (a Flink path).
+/// The Java object that rewrites keyed work items on a Flink cluster
+/// (`io.checkpointsurgeon.flink.KeyedRewriteJob`): `byte[] rewrite(byte[] items)`, both framed
+/// by `commit::work::frame`. Called from the stage's own thread, which is attached.
+struct JavaRewriter {
+    vm: jni::JavaVM,
+    obj: Global<JObject<'static>>,
+}
+
+impl commit::work::KeyedRewriter for JavaRewriter {
+    fn rewrite(&self, items: Vec<Vec<u8>>) -> crate::Result<Vec<Bytes>> {
+        let framed = commit::work::frame(&items);
+        // the callback's local references in a frame of their own
+        let out = self.vm.attach_current_thread(|env| {
+            env.with_local_frame(256, |env| -> jni::errors::Result<Vec<u8>> {
+                let arg = env.byte_array_from_slice(&framed)?;
+                let arr = env
+                    .call_method(
+                        &self.obj,
+                        jni_str!("rewrite"),
+                        jni_sig!("([B)[B"),
+                        &[JValue::Object(&arg)],
+                    )?
+                    .l()?;
+                let arr = env.cast_local::<JByteArray>(arr)?;
+                env.convert_byte_array(&arr)
+            })
+        });
+        match out {
+            Ok(v) => commit::work::unframe(Bytes::from(v)),
+            Err(jni::errors::Error::CaughtJavaException { msg, .. }) => {
+                Err(Error::InvalidArgument(msg))
+            }
+            Err(e) => Err(Error::InvalidArgument(format!(
+                "the keyed rewrite on Flink failed: {e}"
+            ))),
+        }
+    }
+}
+
+/// `byte[] rewriteKeyedWork(byte[] item)`: a Flink task's part of a keyed stage on a cluster
+/// (`commit::work::rewrite_work`): one keyed stream rewritten into its new file, read back.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_rewriteKeyedWork<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    item: JByteArray<'l>,
+) -> JByteArray<'l> {
+    unowned
+        .with_env(|env| -> Result<_> {
+            let done = commit::work::rewrite_work(bytes_arg(env, &item)?)?;
+            Ok(env.byte_array_from_slice(&done)?)
+        })
+        .resolve::<ThrowSurgeonException>()
+}
+
+/// `byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, Object
+/// rewriter)`: the surgery plan. With a `streamDir`, also the stage step of the commit
+/// (`commit::stage`): the new state files and the new `_metadata` under fresh names there;
+/// absolute handles of new files name `<outputUri>/<file>` when the caller uploads them there (a
+/// Flink path). A `rewriter` (may be null) rewrites the keyed streams on a Flink cluster.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -370,20 +426,32 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
     request: JByteArray<'l>,
     stream_dir: JString<'l>,
     output_uri: JString<'l>,
+    rewriter: JObject<'l>,
 ) -> JByteArray<'l> {
     unowned
         .with_env(|env| -> Result<_> {
             let req = Request::decode(bytes_arg(env, &request)?)?;
             let stream_dir = string_arg(env, &stream_dir)?;
             let output_uri = string_arg(env, &output_uri)?;
+            let rewriter = if rewriter.is_null() {
+                None
+            } else {
+                Some(JavaRewriter {
+                    vm: env.get_java_vm()?,
+                    obj: env.new_global_ref(rewriter)?,
+                })
+            };
             let plan = with_checkpoint(env, &source, |cp| {
                 let plan = surgery::plan(cp, &req, &mut commit::random_file_name)?;
                 let staged = match &stream_dir {
-                    Some(d) => Some(commit::stage(
+                    Some(d) => Some(commit::stage_with(
                         cp,
                         &plan,
                         Path::new(d),
                         output_uri.as_deref(),
+                        rewriter
+                            .as_ref()
+                            .map(|r| r as &dyn commit::work::KeyedRewriter),
                     )?),
                     None => None,
                 };

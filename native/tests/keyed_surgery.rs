@@ -1456,3 +1456,91 @@ fn snappy_frames_for_the_judge() {
     }
     println!("{groups} compressed key groups in {}", root.display());
 }
+
+/// The keyed step of the stage handed to a rewriter elsewhere (`--on-flink`): here the work items
+/// go through `commit::work::rewrite_work` in this process, as a Flink task runs them, in reverse
+/// order; `drop_last` loses one result, `fail` fails the job.
+struct Elsewhere {
+    drop_last: bool,
+    fail: bool,
+}
+
+impl commit::work::KeyedRewriter for Elsewhere {
+    fn rewrite(&self, items: Vec<Vec<u8>>) -> Result<Vec<Bytes>, Error> {
+        let mut done = Vec::new();
+        for item in items.into_iter().rev() {
+            done.push(Bytes::from(commit::work::rewrite_work(Bytes::from(item))?));
+        }
+        if self.fail {
+            return Err(Error::InvalidArgument("the job failed".into()));
+        }
+        if self.drop_last {
+            done.pop();
+        }
+        Ok(done)
+    }
+}
+
+#[test]
+fn key_group_streams_rewritten_elsewhere_are_the_local_stages_and_a_failure_leaves_nothing() {
+    let mut checked = 0;
+    for version in VERSIONS {
+        for (dir, req) in key_groups_fixtures(version).into_iter().flat_map(|d| {
+            [
+                Request::remove_keyed_state(Selector::All, "list-state"),
+                Request::rename_keyed_state(Selector::All, "list-state", "list-state-v1"),
+            ]
+            .map(|r| (d.clone(), r))
+        }) {
+            let cp = Checkpoint::open(&dir).unwrap();
+            let Ok(local) = apply(&cp, &req) else {
+                continue;
+            };
+            let by_replaced = |staged: &Staged, out: &Path| {
+                let mut v: Vec<(String, Vec<u8>, u64, u64)> = staged
+                    .keyed
+                    .iter()
+                    .map(|k| {
+                        let bytes = std::fs::read(out.join(&k.file)).unwrap();
+                        (k.replaces.clone(), bytes, k.bytes_read, k.entries_removed)
+                    })
+                    .collect();
+                v.sort();
+                v
+            };
+            let expected = by_replaced(&local.staged, &local.out);
+            if expected.is_empty() {
+                continue;
+            }
+            let planned = plan(&cp, &req, &mut commit::random_file_name).unwrap();
+            let out = common::temp_dir("keyed-elsewhere");
+            let rewriter = Elsewhere {
+                drop_last: false,
+                fail: false,
+            };
+            let staged = commit::stage_with(&cp, &planned, &out, None, Some(&rewriter)).unwrap();
+            assert_eq!(by_replaced(&staged, &out), expected, "{}", dir.display());
+            checked += 1;
+            // the staged _metadata has the offsets and sizes the tasks returned: it parses back
+            // (stage checks it equals the planned model with them) and reads as the local one
+            let new = Checkpoint::open(&staged.metadata_tmp).unwrap();
+            assert_eq!(
+                new.metadata.operators.len(),
+                local.cp.metadata.operators.len()
+            );
+            let _ = std::fs::remove_dir_all(&out);
+
+            for (drop_last, fail) in [(true, false), (false, true)] {
+                let planned = plan(&cp, &req, &mut commit::random_file_name).unwrap();
+                let out = common::temp_dir("keyed-elsewhere-failed");
+                let rewriter = Elsewhere { drop_last, fail };
+                let e = commit::stage_with(&cp, &planned, &out, None, Some(&rewriter)).unwrap_err();
+                let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+                assert!(left.is_empty(), "{e}: {left:?} left in {}", out.display());
+                let _ = std::fs::remove_dir_all(&out);
+            }
+        }
+    }
+    // key-groups fixtures of three versions, canonical and heap, compressed or not; remove, rename
+    assert!(checked >= 24, "{checked} cases checked");
+}

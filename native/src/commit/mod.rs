@@ -8,12 +8,15 @@
 //! Keyed streams a keyed surgery rewrites ([`crate::surgery::NewStream::keyed`]) are written
 //! here, `plan.threads` at a time, each streamed from the old file to the new one with `pread`
 //! and a buffered writer (bounded memory whatever its size), then read back from the new file
-//! by the keyed reader; their new offsets and sizes go into the staged `_metadata`.
+//! by the keyed reader; their new offsets and sizes go into the staged `_metadata`. With a
+//! [`work::KeyedRewriter`] ([`stage_with`], `--on-flink`) the same per-stream rewrite runs in a
+//! Flink job's tasks instead, and the stage goes on with what they return.
 
 pub mod keyed;
 pub mod mapguard;
 pub mod read;
 pub mod remote;
+pub mod work;
 
 pub use read::Checkpoint;
 
@@ -74,6 +77,18 @@ pub fn stage(
     stream_dir: &Path,
     out_uri: Option<&str>,
 ) -> Result<Staged> {
+    stage_with(cp, plan, stream_dir, out_uri, None)
+}
+
+/// [`stage`], with the keyed streams rewritten by `rewriter` (a Flink job, see [`work`]) instead
+/// of this process's `plan.threads` workers when it is given.
+pub fn stage_with(
+    cp: &Checkpoint,
+    plan: &Plan,
+    stream_dir: &Path,
+    out_uri: Option<&str>,
+    rewriter: Option<&dyn work::KeyedRewriter>,
+) -> Result<Staged> {
     let dir_s = stream_dir.display().to_string();
     let meta = std::fs::metadata(stream_dir).map_err(|e| Error::io(&dir_s, e))?;
     if !meta.is_dir() {
@@ -82,7 +97,7 @@ pub fn stage(
         )));
     }
     let mut created: Vec<PathBuf> = Vec::new();
-    let result = stage_into(cp, plan, stream_dir, out_uri, &mut created);
+    let result = stage_into(cp, plan, stream_dir, out_uri, rewriter, &mut created);
     if result.is_err() {
         for p in created.iter().rev() {
             let _ = std::fs::remove_file(p);
@@ -96,6 +111,7 @@ fn stage_into(
     plan: &Plan,
     stream_dir: &Path,
     out_uri: Option<&str>,
+    rewriter: Option<&dyn work::KeyedRewriter>,
     created: &mut Vec<PathBuf>,
 ) -> Result<Staged> {
     let mut staged = Staged::default();
@@ -145,7 +161,7 @@ fn stage_into(
     }
     // Rewritten keyed streams have their key-group offsets only once written: the first
     // `_metadata.tmp-*` names their files (for `clean-leftovers`), a second one has the offsets.
-    let keyed_written = stage_keyed(cp, plan, stream_dir, created)?;
+    let keyed_written = stage_keyed(cp, plan, stream_dir, rewriter, created)?;
     let mut metadata = metadata;
     if !keyed_written.is_empty() {
         let mut planned = plan.metadata.clone();
@@ -199,6 +215,7 @@ fn stage_keyed(
     cp: &Checkpoint,
     plan: &Plan,
     stream_dir: &Path,
+    rewriter: Option<&dyn work::KeyedRewriter>,
     created: &mut Vec<PathBuf>,
 ) -> Result<Vec<Written>> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -210,6 +227,9 @@ fn stage_keyed(
         .collect();
     if jobs.is_empty() {
         return Ok(Vec::new());
+    }
+    if let Some(r) = rewriter {
+        return work::stage_keyed_by(cp, &jobs, stream_dir, r, created);
     }
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);

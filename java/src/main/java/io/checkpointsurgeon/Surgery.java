@@ -211,6 +211,9 @@ public final class Surgery {
     private boolean copyUnchangedFiles;
     private boolean referenceUnchangedFiles;
     private Integer threads;
+    private boolean onFlink;
+    private Object flinkEnvironment;
+    private String flinkJobManager;
 
     private Surgery() {}
 
@@ -336,6 +339,52 @@ public final class Surgery {
     /** The threads set with {@link #threads(int)}, or null for one per core. */
     public Integer threadCount() {
         return threads;
+    }
+
+    /**
+     * Rewrites the keyed state files as a Flink batch job on a cluster instead of in this process:
+     * one task per keyed handle, {@link #threads(int)} at a time (default: the cluster's task slots
+     * with {@link #onFlinkCluster(String)}, else the environment's parallelism), each through the native library shipped in this jar; {@code _metadata} is then
+     * written here, through the same commit sequence. {@code streamExecutionEnvironment} is
+     * Flink's {@code StreamExecutionEnvironment} whose cluster runs the job (a MiniCluster's, a
+     * remote one's), or null for {@code getExecutionEnvironment()}. The checkpoint and the output
+     * must be local paths that every TaskManager reads and writes under the same name (one machine,
+     * or a shared file system).
+     */
+    public Surgery onFlink(Object streamExecutionEnvironment) {
+        this.onFlink = true;
+        this.flinkEnvironment = streamExecutionEnvironment;
+        return this;
+    }
+
+    /**
+     * {@link #onFlink(Object)} on the cluster whose JobManager's REST endpoint is
+     * {@code host:port} (Flink's {@code createRemoteEnvironment}, with this jar shipped).
+     */
+    public Surgery onFlinkCluster(String jobManager) {
+        int colon = jobManager.lastIndexOf(':');
+        if (colon <= 0 || colon == jobManager.length() - 1) {
+            throw new IllegalArgumentException("the JobManager is host:port (its REST endpoint); got " + jobManager);
+        }
+        Integer.parseInt(jobManager.substring(colon + 1));
+        this.onFlink = true;
+        this.flinkJobManager = jobManager;
+        return this;
+    }
+
+    /** Whether the keyed rewrite runs on Flink ({@link #onFlink(Object)}, {@link #onFlinkCluster(String)}). */
+    public boolean runsOnFlink() {
+        return onFlink;
+    }
+
+    /** The environment given to {@link #onFlink(Object)}, or null. */
+    public Object flinkEnvironment() {
+        return flinkEnvironment;
+    }
+
+    /** The JobManager given to {@link #onFlinkCluster(String)}, or null. */
+    public String flinkJobManager() {
+        return flinkJobManager;
     }
 
     // ---- Kafka

@@ -53,7 +53,7 @@ public class CliSubprocessTest {
     /**
      * remove-keyed-state and rename-keyed-state as a user runs them: the plan with the keyed bytes,
      * its JSON, the repair into a new directory (read back without the state, with the renamed
-     * one), a state that is not there and a bad --threads.
+     * one), a state that is not there, a bad --threads, and --on-flink without Flink.
      */
     @Test
     public void keyedSurgeryCommands() throws Exception {
@@ -80,6 +80,15 @@ public class CliSubprocessTest {
         assertEquals(missing.err, 2, missing.code);
         assertTrue(missing.err, missing.err.contains("NOTHING_SELECTED"));
         assertEquals(1, cli("remove-keyed-state", in, "--state", "value-state", "--threads", "0").code);
+        // --on-flink: --jobmanager goes with it, and without Flink's jars it says what is missing, writing nothing
+        Result stray = cli("remove-keyed-state", in, "--state", "value-state", "--jobmanager", "localhost:8081");
+        assertEquals(stray.err, 1, stray.code);
+        assertTrue(stray.err, stray.err.contains("--jobmanager goes with --on-flink"));
+        Path onFlink = work.resolve("on-flink");
+        Result noFlink = cli("remove-keyed-state", in, "--state", "value-state", "--apply", "--output",
+                onFlink.toString(), "--on-flink", "--jobmanager", "localhost:8081");
+        assertTrue(noFlink.err, noFlink.code != 0 && noFlink.err.contains("FLINK_MISSING"));
+        assertTrue("nothing is left of the run", !Files.exists(onFlink));
     }
 
     /**

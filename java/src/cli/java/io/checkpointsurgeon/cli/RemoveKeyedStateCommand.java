@@ -2,6 +2,7 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.Surgery;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(name = "remove-keyed-state", mixinStandardHelpOptions = true,
@@ -15,11 +16,11 @@ final class RemoveKeyedStateCommand extends SurgeryCommand {
     @Option(names = "--state", required = true, paramLabel = "NAME", description = "the keyed state's name, as the job registers it")
     String state;
 
-    @Option(names = "--threads", paramLabel = "N", description = "keyed state files rewritten at once (default: the core count)")
-    Integer threads;
+    @Mixin
+    KeyedOptions keyed = new KeyedOptions();
 
     @Override
     Surgery surgery() {
-        return KeyedOptions.threads(Surgery.removeKeyedState(selection.selector(true), state), threads);
+        return keyed.apply(Surgery.removeKeyedState(selection.selector(true), state));
     }
 }

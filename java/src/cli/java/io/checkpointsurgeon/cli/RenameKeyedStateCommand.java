@@ -2,6 +2,7 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.Surgery;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(name = "rename-keyed-state", mixinStandardHelpOptions = true,
@@ -18,11 +19,11 @@ final class RenameKeyedStateCommand extends SurgeryCommand {
     @Option(names = "--to", required = true, paramLabel = "NEW", description = "its new name")
     String to;
 
-    @Option(names = "--threads", paramLabel = "N", description = "keyed state files rewritten at once (default: the core count)")
-    Integer threads;
+    @Mixin
+    KeyedOptions keyed = new KeyedOptions();
 
     @Override
     Surgery surgery() {
-        return KeyedOptions.threads(Surgery.renameKeyedState(selection.selector(true), state, to), threads);
+        return keyed.apply(Surgery.renameKeyedState(selection.selector(true), state, to));
     }
 }

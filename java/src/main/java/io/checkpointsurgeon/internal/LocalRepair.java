@@ -5,6 +5,7 @@ import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.FlinkJudge;
+import io.checkpointsurgeon.flink.KeyedRewriteJob;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -201,10 +202,22 @@ final class LocalRepair implements Commit.Unit {
             throw Commit.io(metadata.toString(), e);
         }
         Commit.refuseReferencesInPlace(request, output == null);
-        staged = Native.plan(Wire.source(metadata), referencing(dir, request), target, null);
+        staged = Native.plan(Wire.source(metadata), referencing(dir, request), target, null, onFlink());
         for (String w : staged.written) undo.deleteLater(Path.of(w));
         undo.deleteLater(Path.of(staged.metadataTmp));
         return true;
+    }
+
+    /** The Flink job that rewrites the keyed state files when the surgery runs on Flink; else null. */
+    private KeyedRewriteJob onFlink() throws CheckpointSurgeonException {
+        Surgery s = request.surgery;
+        if (!s.runsOnFlink()) return null;
+        if (!FlinkJudge.flinkAvailable()) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, "--on-flink needs"
+                    + " Flink's jars on the class path (e.g. $FLINK_HOME/lib/*)");
+        }
+        return new KeyedRewriteJob(s.flinkEnvironment(), s.flinkJobManager(), s.threadCount(),
+                "checkpoint-surgeon: keyed state files of " + metadata);
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.ProgressListener;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
+import io.checkpointsurgeon.flink.KeyedRewriteJob;
 import io.checkpointsurgeon.flink.RangedReads;
 import io.checkpointsurgeon.flink.RemoteCheckpoint;
 import io.checkpointsurgeon.flink.StateFile;
@@ -94,9 +95,25 @@ public final class Native {
     /** The plan; with a {@code streamDir}, also the stage step of {@link Commit} (see {@link NativeBridge#plan}). */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri)
             throws CheckpointSurgeonException {
+        return plan(source, request, streamDir, outputUri, null);
+    }
+
+    /** {@link #plan(byte[], Request, Path, String)}, the keyed streams rewritten by {@code rewriter} when it is set. */
+    static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, KeyedRewriteJob rewriter)
+            throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.plan(NativeBridge.plan(source, Wire.request(request),
-                streamDir == null ? null : streamDir.toString(), outputUri));
+                streamDir == null ? null : streamDir.toString(), outputUri, rewriter));
+    }
+
+    /**
+     * A Flink task's part of {@code --on-flink}: rewrites one keyed work item (a stream of the
+     * plan, into its new file in the staging directory) and returns what was written. Called
+     * by {@link KeyedRewriteJob}'s tasks, on the TaskManagers.
+     */
+    public static byte[] rewriteKeyedWork(byte[] item) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.rewriteKeyedWork(item);
     }
 
     /** A source for metadata bytes without mirrors. */

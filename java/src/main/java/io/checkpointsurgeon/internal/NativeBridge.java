@@ -41,9 +41,14 @@ final class NativeBridge {
      * of {@link Commit}: new state files and the new metadata ({@code _metadata.tmp-<uuid>}) in
      * {@code streamDir}, each created exclusively and checked; absolute handles of new files name
      * {@code <outputUri>/<file>} when {@code outputUri} (a Flink path the caller uploads to) is set.
+     * A {@code rewriter} (may be null; {@code io.checkpointsurgeon.flink.KeyedRewriteJob}) rewrites
+     * the keyed streams on a Flink cluster instead of this process's threads.
      */
-    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri)
+    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, Object rewriter)
             throws CheckpointSurgeonException;
+
+    /** A Flink task's part of a keyed stage on a cluster: one keyed work item rewritten; its result. */
+    static native byte[] rewriteKeyedWork(byte[] item) throws CheckpointSurgeonException;
 
     /** The files the checkpoint's state lives in. */
     static native byte[] stateFiles(byte[] source) throws CheckpointSurgeonException;

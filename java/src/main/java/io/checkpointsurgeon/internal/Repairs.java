@@ -40,6 +40,12 @@ public final class Repairs {
     /** Repairs a checkpoint on a Flink file system into {@code outputDir}, or in place when it is null. */
     public static SurgeryPlan applyRemote(String path, Surgery surgery, String outputDir)
             throws CheckpointSurgeonException {
+        if (surgery.runsOnFlink()) {
+            // the tasks rewrite into local files of the stage; the remote route uploads from one machine
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, path + ": --on-flink"
+                    + " rewrites checkpoints on a path every TaskManager reads as a local file (one machine, or a"
+                    + " shared file system mounted at the same path); for a Flink path, run without --on-flink");
+        }
         return RemoteRepair.apply(path, surgery, outputDir);
     }
 
