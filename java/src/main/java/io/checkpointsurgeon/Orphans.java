@@ -33,9 +33,9 @@ final class Orphans {
     /** The smallest age {@code --older-than} may name without the unsafe override. */
     static final Duration FLOOR = Duration.ofHours(1);
     /** The directories of checkpoint storage: what a file must lie in to be taken for an orphan. */
-    private static final Pattern STORAGE = Pattern.compile("shared|taskowned|chk-\\d+|savepoint-.*");
+    static final Pattern STORAGE = Pattern.compile("shared|taskowned|chk-\\d+|savepoint-.*");
     /** A staged {@code _metadata} of this tool's commit protocol. */
-    private static final Pattern STAGED = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
+    static final Pattern STAGED = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
 
     private Orphans() {}
 
@@ -118,8 +118,7 @@ final class Orphans {
         }
         for (Map.Entry<Path, Long> e : s.incomplete.entrySet()) {
             if (e.getValue() > ageLimit) {
-                blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
-                        + " %s: a checkpoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
+                blockers.add(inProgress(e.getKey(), now, e.getValue(), olderThan));
             } else {
                 out.incompleteDirs.add(e.getKey());
             }
@@ -145,11 +144,7 @@ final class Orphans {
 
     static OrphanReport delete(List<Path> roots, List<Path> also, Duration olderThan, Path log, boolean belowFloor)
             throws CheckpointSurgeonException {
-        if (olderThan.compareTo(FLOOR) < 0 && !belowFloor) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "deleting needs an age"
-                    + " of at least " + age(FLOOR.toMillis()) + " (--older-than " + age(olderThan.toMillis())
-                    + "): a younger file may belong to a checkpoint in progress");
-        }
+        requireAge(olderThan, belowFloor);
         long scanStart = System.currentTimeMillis();
         Scan first = scan(roots, also, olderThan, scanStart);
         refuseIfBlocked(first.report);
@@ -163,9 +158,7 @@ final class Orphans {
         try (FileChannel ch = FileChannel.open(log, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
              BufferedWriter w = new BufferedWriter(new OutputStreamWriter(java.nio.channels.Channels.newOutputStream(ch),
                      StandardCharsets.UTF_8))) {
-            w.write("# checkpoint-surgeon orphans --delete, " + Instant.now() + ", older than " + age(olderThan.toMillis())
-                    + ", roots " + second.report.roots() + ", also referenced by " + second.report.alsoReferencedBy()
-                    + "\n# action\tsize\tmtime\tpath\n");
+            w.write(header(olderThan, second.report));
             w.flush();
             for (OrphanReport.Entry e : second.report.orphans()) {
                 Path p = Path.of(e.path());
@@ -207,6 +200,27 @@ final class Orphans {
                 r.orphans(), r.orphanBytes(), r.young(), r.kept(), r.skipped(), r.deleteBlockers(), deleted, log.toString());
     }
 
+    /** Refuses an {@code --older-than} below {@link #FLOOR} unless the caller took the unsafe override. */
+    static void requireAge(Duration olderThan, boolean belowFloor) throws CheckpointSurgeonException {
+        if (olderThan.compareTo(FLOOR) < 0 && !belowFloor) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "deleting needs an age"
+                    + " of at least " + age(FLOOR.toMillis()) + " (--older-than " + age(olderThan.toMillis())
+                    + "): a younger file may belong to a checkpoint in progress");
+        }
+    }
+
+    /** The first lines of a deletion log. */
+    static String header(Duration olderThan, OrphanReport r) {
+        return "# checkpoint-surgeon orphans --delete, " + Instant.now() + ", older than " + age(olderThan.toMillis())
+                + ", roots " + r.roots() + ", also referenced by " + r.alsoReferencedBy() + "\n# action\tsize\tmtime\tpath\n";
+    }
+
+    /** The blocker of a {@code chk-*} without {@code _metadata} younger than {@code --older-than}. */
+    static String inProgress(Object dir, long now, long changed, Duration olderThan) {
+        return String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
+                + " %s: a checkpoint in progress", dir, age(now - changed), age(olderThan.toMillis()));
+    }
+
     /** Deletes the empty directories of an aborted {@code chk-*} (itself last); a directory with anything in it stays. */
     private static void removeEmptyTree(Path dir, BufferedWriter w) throws IOException {
         List<Path> dirs = new ArrayList<>();
@@ -225,13 +239,13 @@ final class Orphans {
         }
     }
 
-    private static void refuseIfBlocked(OrphanReport r) throws CheckpointSurgeonException {
+    static void refuseIfBlocked(OrphanReport r) throws CheckpointSurgeonException {
         if (r.deleteBlockers().isEmpty()) return;
         throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "nothing deleted: "
                 + String.join("; ", r.deleteBlockers()));
     }
 
-    private static void line(BufferedWriter w, String action, long size, long mtime, Path p) throws IOException {
+    static void line(BufferedWriter w, String action, long size, long mtime, Object p) throws IOException {
         w.write(action + "\t" + size + "\t" + Instant.ofEpochMilli(mtime) + "\t" + escape(p.toString()) + "\n");
         w.flush();
     }
