@@ -8,9 +8,10 @@
 #
 # --s3: the first --s3-jobs jobs of the same tree (2: 20,000 files, 200 checkpoints) uploaded to
 # S3Proxy (in-memory store, its own JVM on 127.0.0.1; bucket "bench", prefix orphans/), then, paired
-# run by run: `orphans s3://bench/orphans` (the CLI with Flink 1.20's jars and its S3 plugin),
-# Flink's FileSystem.listStatus directory by directory in one thread (the same client, no
-# parsing), and one flat ListObjectsV2 of the prefix over plain HTTP (the floor of any lister).
+# run by run: `orphans s3://bench/orphans` (the CLI with Flink 1.20's jars and its S3 plugin;
+# --list-parallelism N and 1), Flink's FileSystem.listStatus directory by directory in one thread
+# (the same client, no parsing), and one flat ListObjectsV2 of the prefix over plain HTTP (the
+# floor of any lister). The upload is plain HTTP PUTs (S3Proxy runs with authorization=none).
 # Needs `gradle --no-daemon jar benchClasspath` (build/bench/*.txt).
 #
 # Input: 10 jobs x 100 checkpoints chk-<n>, each a copy of the fixture Flink 1.20.3 wrote
@@ -82,8 +83,7 @@ if [ "$S3" = 1 ]; then
       "$ENDPOINT" > "$DIR/conf/config.yaml"
   start=$(date +%s.%N)
   for j in $(seq 0 $((S3JOBS - 1))); do
-    "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.bench.StoreList upload "$BASE/job-$j" "s3://bench/orphans/job-$j" \
-        "$DIR/conf" "$PLUGINS" 16 >&2
+    java -cp "$CP" io.checkpointsurgeon.bench.StoreList upload "$ENDPOINT" bench "orphans/job-$j" "$BASE/job-$j" 8 >&2
   done
   echo "uploaded $S3JOBS jobs to $ENDPOINT in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
   FS=(--flink-conf "$DIR/conf" --plugins "$PLUGINS")
@@ -92,6 +92,7 @@ if [ "$S3" = 1 ]; then
     echo "$r $(measure s3-list java -cp "$CP" io.checkpointsurgeon.bench.StoreList s3-list "$ENDPOINT" bench orphans/)"
     echo "$r $(measure flink-list "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.bench.StoreList flink-list s3://bench/orphans "$DIR/conf" "$PLUGINS")"
     echo "$r $(measure orphans-s3 "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.cli.Cli orphans s3://bench/orphans "${FS[@]}" --list-parallelism "$LISTP")"
+    echo "$r $(measure orphans-s3-p1 "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.cli.Cli orphans s3://bench/orphans "${FS[@]}" --list-parallelism 1)"
   done
   "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.cli.Cli orphans s3://bench/orphans "${FS[@]}" --json > "$DIR/s3.json" || true
   echo "s3 report: $(grep -o '"filesScanned": [0-9]*' "$DIR/s3.json"), $(grep -o '"checkpoints": [0-9]*' "$DIR/s3.json"), $(grep -o '"orphanBytes": [0-9]*' "$DIR/s3.json")" >&2

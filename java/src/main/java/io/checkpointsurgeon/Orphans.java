@@ -107,22 +107,10 @@ final class Orphans {
             } else {
                 continue; // not checkpoint storage: never taken for an orphan
             }
-            OrphanReport.Entry entry = new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null);
-            if (info.mtime > ageLimit) {
-                young.add(entry);
-            } else {
-                orphans.add(entry);
-                out.orphans.put(f, info);
-                bytes += info.size;
-            }
+            bytes += byAge(f, new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null), info, ageLimit,
+                    young, orphans, out.orphans);
         }
-        for (Map.Entry<Path, Long> e : s.incomplete.entrySet()) {
-            if (e.getValue() > ageLimit) {
-                blockers.add(inProgress(e.getKey(), now, e.getValue(), olderThan));
-            } else {
-                out.incompleteDirs.add(e.getKey());
-            }
-        }
+        byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         List<String> skipped = new ArrayList<>();
         for (Map.Entry<Path, String> e : s.skipped.entrySet()) skipped.add(e.getKey() + " (" + e.getValue() + ")");
         List<String> rootNames = new ArrayList<>();
@@ -215,10 +203,28 @@ final class Orphans {
                 + ", roots " + r.roots() + ", also referenced by " + r.alsoReferencedBy() + "\n# action\tsize\tmtime\tpath\n";
     }
 
-    /** The blocker of a {@code chk-*} without {@code _metadata} younger than {@code --older-than}. */
-    static String inProgress(Object dir, long now, long changed, Duration olderThan) {
-        return String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
-                + " %s: a checkpoint in progress", dir, age(now - changed), age(olderThan.toMillis()));
+    /** An unreferenced file: young (kept this time) or an orphan recorded with its attributes; its bytes if an orphan. */
+    static <K> long byAge(K file, OrphanReport.Entry entry, CheckpointScan.FileInfo info, long ageLimit,
+                          List<OrphanReport.Entry> young, List<OrphanReport.Entry> orphans, Map<K, CheckpointScan.FileInfo> attrs) {
+        if (info.mtime > ageLimit) {
+            young.add(entry);
+            return 0;
+        }
+        orphans.add(entry);
+        attrs.put(file, info);
+        return info.size;
+    }
+
+    /** The {@code chk-*} without {@code _metadata}: one changed less than {@code --older-than} ago blocks, older ones go. */
+    static <K> void byAge(Map<K, Long> incomplete, long now, Duration olderThan, List<String> blockers, List<K> old) {
+        for (Map.Entry<K, Long> e : incomplete.entrySet()) {
+            if (e.getValue() > now - olderThan.toMillis()) {
+                blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
+                        + " %s: a checkpoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
+            } else {
+                old.add(e.getKey());
+            }
+        }
     }
 
     /** Deletes the empty directories of an aborted {@code chk-*} (itself last); a directory with anything in it stays. */

@@ -98,22 +98,10 @@ final class StoreOrphans {
             }
             OrphanReport.Kind kind = kind(s, f, name);
             if (kind == null) continue; // not checkpoint storage: never taken for an orphan
-            OrphanReport.Entry entry = new OrphanReport.Entry(f, info.size, info.mtime, kind, null);
-            if (info.mtime > ageLimit) {
-                young.add(entry);
-            } else {
-                orphans.add(entry);
-                out.orphans.put(f, info);
-                bytes += info.size;
-            }
+            bytes += Orphans.byAge(f, new OrphanReport.Entry(f, info.size, info.mtime, kind, null), info, ageLimit,
+                    young, orphans, out.orphans);
         }
-        for (Map.Entry<String, Long> e : s.incomplete.entrySet()) {
-            if (e.getValue() > ageLimit) {
-                blockers.add(Orphans.inProgress(e.getKey(), now, e.getValue(), olderThan));
-            } else {
-                out.incompleteDirs.add(e.getKey());
-            }
-        }
+        Orphans.byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         out.report = new OrphanReport(s.roots, alsoNames, metadata.size(), s.files.size(), s.directories, orphans,
                 bytes, young, kept, List.of(), blockers, List.of(), null);
         return out;
@@ -163,9 +151,12 @@ final class StoreOrphans {
                     CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT,
                             "deleted %,d of %,d orphans (%d requests at once)", deleted.size(), todo.size(), pool.size));
                 }
-                for (String dir : second.incompleteDirs) {
-                    if (first.incompleteDirs.contains(dir)) removeEmptyTree(dir, w);
-                }
+                List<String> dirs = new ArrayList<>(second.incompleteDirs);
+                dirs.retainAll(new java.util.HashSet<>(first.incompleteDirs));
+                pool.map(dirs, dir -> {
+                    removeEmptyTree(dir, w);
+                    return null;
+                }, "removing empty chk-* directories");
                 w.flush();
                 ch.force(true);
             } catch (FileAlreadyExistsException e) {

@@ -122,7 +122,13 @@ final class StoreScan {
     }
 
     private static void submitListing(CompletionService<Object[]> cs, String dir) {
-        cs.submit(() -> new Object[] {dir, FlinkFileSystems.listStatus(dir)});
+        cs.submit(() -> {
+            try {
+                return new Object[] {dir, FlinkFileSystems.listStatus(dir)};
+            } catch (IOException e) {
+                throw new IOException(dir + ": " + e, e);
+            }
+        });
     }
 
     /** A root as Flink qualifies it; it must be a directory (on S3: a prefix with objects below it). */

@@ -176,6 +176,23 @@ public class OrphansS3Test {
         System.out.println("orphans on S3: " + listed.size() + " (" + natural.size() + " left by the job), "
                 + r.kept().size() + " kept, " + r.filesScanned() + " objects in " + r.directoriesScanned() + " listings");
 
+        // refused, nothing deleted, no log: chk-999 (no _metadata) changed less than --older-than ago
+        Path refusedLog = work.resolve("refused.log");
+        CliProcess.Result refused = cli("orphans", jobDir, "--older-than", "1h", "--delete", "--deletion-log",
+                refusedLog.toString());
+        assertEquals(refused.output, 2, refused.exitCode);
+        assertTrue(refused.output, refused.output.contains(jobDir + "/chk-999 has no _metadata and changed"));
+        assertFalse(Files.exists(refusedLog));
+        Map<String, Long> planted0 = objects(jobDir);
+        for (String p : planted) assertTrue(p, planted0.containsKey(p));
+        // local and Flink paths are not mixed in one run
+        try {
+            CheckpointSurgeon.orphansAt(List.of(jobDir, work.toString()), List.of(), Duration.ZERO, 4);
+            throw new AssertionError("a local and an S3 root were accepted together");
+        } catch (io.checkpointsurgeon.CheckpointSurgeonException e) {
+            assertEquals(io.checkpointsurgeon.CheckpointSurgeonException.Code.INVALID_ARGUMENT, e.code());
+        }
+
         // the CLI deletes exactly those, logged; the referenced objects and notes.txt remain
         Path log = work.resolve("deletions.log");
         CliProcess.Result del = cli("orphans", jobDir, "--older-than", "0s", "--unsafe-allow-young", "--delete",

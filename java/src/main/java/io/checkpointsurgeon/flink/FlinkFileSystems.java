@@ -267,18 +267,8 @@ public final class FlinkFileSystems {
 
     /** The entries of a directory (full paths); empty when it does not exist. */
     public static List<String> list(String dir) throws IOException {
-        Object[] statuses;
-        try {
-            statuses = (Object[]) call(fs(dir), FILE_SYSTEM, "listStatus", new Class<?>[] {pathClass()}, flinkPath(dir));
-        } catch (FileNotFoundException e) {
-            return List.of();
-        }
         List<String> out = new ArrayList<>();
-        if (statuses != null) {
-            for (Object s : statuses) {
-                out.add(call(s, FILE_STATUS, "getPath", new Class<?>[0]).toString());
-            }
-        }
+        for (Status s : listStatus(dir)) out.add(s.path);
         return out;
     }
 
