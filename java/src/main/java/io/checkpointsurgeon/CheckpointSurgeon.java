@@ -384,18 +384,21 @@ public final class CheckpointSurgeon {
     public static OrphanReport deleteOrphansAt(List<String> roots, List<String> alsoReferencedBy,
                                                java.time.Duration olderThan, Path deletionLog, int parallelism)
             throws CheckpointSurgeonException {
-        return onFlinkPaths(roots, alsoReferencedBy)
-                ? StoreOrphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, false, parallelism)
-                : deleteOrphans(localPaths(roots), localPaths(alsoReferencedBy), olderThan, deletionLog);
+        return deleteOrphansAt(roots, alsoReferencedBy, olderThan, deletionLog, parallelism, false);
     }
 
     /** {@link #deleteOrphansAt} without the one-hour floor of {@code olderThan}: for tests, unsafe on live jobs. */
     public static OrphanReport deleteOrphansAtUnsafeAge(List<String> roots, List<String> alsoReferencedBy,
                                                         java.time.Duration olderThan, Path deletionLog, int parallelism)
             throws CheckpointSurgeonException {
-        return onFlinkPaths(roots, alsoReferencedBy)
-                ? StoreOrphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, true, parallelism)
-                : deleteOrphansUnsafeAge(localPaths(roots), localPaths(alsoReferencedBy), olderThan, deletionLog);
+        return deleteOrphansAt(roots, alsoReferencedBy, olderThan, deletionLog, parallelism, true);
+    }
+
+    private static OrphanReport deleteOrphansAt(List<String> roots, List<String> also, java.time.Duration olderThan,
+                                                Path log, int parallelism, boolean belowFloor)
+            throws CheckpointSurgeonException {
+        return onFlinkPaths(roots, also) ? StoreOrphans.delete(roots, also, olderThan, log, belowFloor, parallelism)
+                : Orphans.delete(localPaths(roots), localPaths(also), olderThan, log, belowFloor);
     }
 
     /** Whether the paths are Flink paths; refuses a mix of local and Flink paths. */
