@@ -4,6 +4,15 @@
 # in one invocation. Not part of `gradle test`.
 #
 #   bash bench/orphans.sh [--dir /tmp/checkpoint-surgeon-orphans-bench] [--runs 3] [--keep]
+#   bash bench/orphans.sh --s3 [--s3-jobs 2] [--list-parallelism 8] [--runs 3]
+#
+# --s3: the first --s3-jobs jobs of the same tree (2: 20,000 files, 200 checkpoints) uploaded to
+# S3Proxy (in-memory store, its own JVM on 127.0.0.1; bucket "bench", prefix orphans/), then, paired
+# run by run: `orphans s3://bench/orphans` (the CLI with Flink 1.20's jars and its S3 plugin;
+# --list-parallelism N and 1), Flink's FileSystem.listStatus directory by directory in one thread
+# (the same client, no parsing), and one flat ListObjectsV2 of the prefix over plain HTTP (the
+# floor of any lister). The upload is plain HTTP PUTs (S3Proxy runs with authorization=none).
+# Needs `gradle --no-daemon jar benchClasspath` (build/bench/*.txt).
 #
 # Input: 10 jobs x 100 checkpoints chk-<n>, each a copy of the fixture Flink 1.20.3 wrote
 # (tests/fixtures/1.20.3/operator-state-files: _metadata + 4 relative state files, all
@@ -14,9 +23,15 @@ cd "$(dirname "$0")/.."
 DIR=/tmp/checkpoint-surgeon-orphans-bench
 RUNS=3
 KEEP=0
+S3=0
+S3JOBS=2
+LISTP=8
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
+    --s3) S3=1; shift ;;
+    --s3-jobs) S3JOBS=$2; shift 2 ;;
+    --list-parallelism) LISTP=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "unknown option $1" >&2; exit 1 ;;
@@ -50,6 +65,41 @@ measure() { # label command...: prints "label seconds maxrss_kib"
   /usr/bin/time -o "$DIR/time.txt" -f "%e %M" "$@" > /dev/null 2>&1 || true
   echo "$label $(tail -1 "$DIR/time.txt")"
 }
+if [ "$S3" = 1 ]; then
+  [ -f build/bench/classpath.txt ] || { echo "no build/bench/classpath.txt: run gradle --no-daemon jar benchClasspath" >&2; exit 1; }
+  CP=$(cat build/bench/classpath.txt)
+  JAVA=(java --add-opens java.base/java.util=ALL-UNNAMED -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+  PLUGINS=$DIR/plugins
+  mkdir -p "$PLUGINS/s3-fs-hadoop" "$DIR/s3proxy" "$DIR/conf"
+  ln -sf "$(cat build/bench/s3-plugin.txt)" "$PLUGINS/s3-fs-hadoop/"
+  rm -f "$DIR/s3proxy.port"
+  java -Ds3proxy.classpath="$(cat build/bench/s3proxy-classpath.txt)" -cp "$CP" io.checkpointsurgeon.bench.KeyedBench \
+      s3proxy "$DIR/s3proxy" "$DIR/s3proxy.port" > "$DIR/s3proxy.log" 2>&1 &
+  S3PID=$!
+  trap 'kill $S3PID 2>/dev/null' EXIT
+  for _ in $(seq 1 120); do [ -s "$DIR/s3proxy.port" ] && break; sleep 1; done
+  ENDPOINT=http://127.0.0.1:$(cat "$DIR/s3proxy.port")
+  printf 's3.endpoint: %s\ns3.path.style.access: true\ns3.access-key: test-access-key\ns3.secret-key: test-secret-key\ns3.endpoint.region: us-east-1\ns3.connection.ssl.enabled: false\n' \
+      "$ENDPOINT" > "$DIR/conf/config.yaml"
+  start=$(date +%s.%N)
+  for j in $(seq 0 $((S3JOBS - 1))); do
+    java -cp "$CP" io.checkpointsurgeon.bench.StoreList upload "$ENDPOINT" bench "orphans/job-$j" "$BASE/job-$j" 8 >&2
+  done
+  echo "uploaded $S3JOBS jobs to $ENDPOINT in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+  FS=(--flink-conf "$DIR/conf" --plugins "$PLUGINS")
+  echo "run route wall_s max_rss_kib"
+  for r in $(seq 1 "$RUNS"); do
+    echo "$r $(measure s3-list java -cp "$CP" io.checkpointsurgeon.bench.StoreList s3-list "$ENDPOINT" bench orphans/)"
+    echo "$r $(measure flink-list "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.bench.StoreList flink-list s3://bench/orphans "$DIR/conf" "$PLUGINS")"
+    echo "$r $(measure orphans-s3 "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.cli.Cli orphans s3://bench/orphans "${FS[@]}" --list-parallelism "$LISTP")"
+    echo "$r $(measure orphans-s3-p1 "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.cli.Cli orphans s3://bench/orphans "${FS[@]}" --list-parallelism 1)"
+  done
+  "${JAVA[@]}" -cp "$CP" io.checkpointsurgeon.cli.Cli orphans s3://bench/orphans "${FS[@]}" --json > "$DIR/s3.json" || true
+  echo "s3 report: $(grep -o '"filesScanned": [0-9]*' "$DIR/s3.json"), $(grep -o '"checkpoints": [0-9]*' "$DIR/s3.json"), $(grep -o '"orphanBytes": [0-9]*' "$DIR/s3.json")" >&2
+  echo "load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  [ "$KEEP" = 1 ] || rm -rf "$DIR"
+  exit 0
+fi
 echo "run route wall_s max_rss_kib"
 for r in $(seq 1 "$RUNS"); do
   echo "$r $(measure find sh -c "find '$BASE' -type f | wc -l")"

@@ -68,6 +68,48 @@ public final class S3ProxyServer implements AutoCloseable {
         return "http://127.0.0.1:" + port;
     }
 
+    /**
+     * A Flink configuration directory for the S3 file system at {@code endpoint} (S3Proxy, or a relay
+     * to it): path-style access, the test keys, fail fast instead of retrying for minutes.
+     */
+    public static Path flinkConf(Path dir, String endpoint, String flinkVersion) throws IOException {
+        Files.createDirectories(dir);
+        String conf = String.join("\n",
+                "s3.endpoint: " + endpoint,
+                "s3.path.style.access: true",
+                "s3.access-key: " + ACCESS_KEY,
+                "s3.secret-key: " + SECRET_KEY,
+                "s3.endpoint.region: us-east-1",
+                "s3.connection.ssl.enabled: false",
+                "s3.attempts.maximum: 2",
+                "s3.retry.limit: 2") + "\n";
+        Files.writeString(dir.resolve(flinkVersion.startsWith("1.15") ? "flink-conf.yaml" : "config.yaml"), conf);
+        return dir;
+    }
+
+    /**
+     * A plugins directory holding Flink's S3 file system jar as {@code s3-fs-hadoop/}, as in a Flink
+     * distribution. One per plugin jar, kept and reused across runs: Hadoop's shutdown hook reads the
+     * plugin jar after the tests, so it cannot be deleted by them.
+     */
+    public static Path pluginsDir(String pluginJar) throws IOException {
+        Path jar = Path.of(pluginJar);
+        String jarName = jar.getFileName().toString();
+        Path plugins = Path.of(System.getProperty("java.io.tmpdir"), "checkpoint-surgeon-s3-plugins",
+                jarName.substring(0, jarName.length() - ".jar".length()));
+        Path pluginDir = Files.createDirectories(plugins.resolve("s3-fs-hadoop"));
+        Path link = pluginDir.resolve(jarName);
+        if (!Files.exists(link)) {
+            Files.deleteIfExists(link);
+            try {
+                Files.createSymbolicLink(link, jar);
+            } catch (IOException | UnsupportedOperationException e) {
+                Files.copy(jar, link);
+            }
+        }
+        return plugins;
+    }
+
     /** Creates another bucket. */
     public void createBucket(String bucket) throws Exception {
         createBucket(bucket, null);

@@ -351,6 +351,76 @@ public final class CheckpointSurgeon {
         return Orphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, true);
     }
 
+    /**
+     * {@link #recover} of roots given as local paths or Flink paths ({@code s3://bucket/prefix},
+     * any scheme Flink's file systems serve; all of one kind). On a Flink file system each
+     * directory is one listing request and each referenced file one status request (on S3 a HEAD),
+     * at most {@code parallelism} at once; only {@code _metadata} files are read.
+     */
+    public static RecoverReport recoverAt(List<String> roots, java.util.Map<String, HaFileInfo> haPointers,
+                                          int parallelism) throws CheckpointSurgeonException {
+        if (!onFlinkPaths(roots, List.of())) return recover(localPaths(roots), haPointers);
+        java.util.Map<String, java.util.Map.Entry<Long, String>> pointers = new java.util.LinkedHashMap<>();
+        for (java.util.Map.Entry<String, HaFileInfo> e : haPointers.entrySet()) {
+            pointers.put(e.getKey(), new java.util.AbstractMap.SimpleImmutableEntry<>(e.getValue().checkpointId(),
+                    e.getValue().checkpointPath()));
+        }
+        return StoreRecovery.run(roots, pointers, parallelism);
+    }
+
+    /** {@link #orphans} of local paths or Flink paths (all of one kind), listed {@code parallelism} requests at once. */
+    public static OrphanReport orphansAt(List<String> roots, List<String> alsoReferencedBy, java.time.Duration olderThan,
+                                         int parallelism) throws CheckpointSurgeonException {
+        return onFlinkPaths(roots, alsoReferencedBy)
+                ? StoreOrphans.report(roots, alsoReferencedBy, olderThan, parallelism)
+                : orphans(localPaths(roots), localPaths(alsoReferencedBy), olderThan);
+    }
+
+    /**
+     * {@link #deleteOrphans} of local paths or Flink paths (all of one kind): on a Flink file
+     * system the deletes are single requests (Flink's file systems have no batch delete), at most
+     * {@code parallelism} at once, each logged when it completed.
+     */
+    public static OrphanReport deleteOrphansAt(List<String> roots, List<String> alsoReferencedBy,
+                                               java.time.Duration olderThan, Path deletionLog, int parallelism)
+            throws CheckpointSurgeonException {
+        return deleteOrphansAt(roots, alsoReferencedBy, olderThan, deletionLog, parallelism, false);
+    }
+
+    /** {@link #deleteOrphansAt} without the one-hour floor of {@code olderThan}: for tests, unsafe on live jobs. */
+    public static OrphanReport deleteOrphansAtUnsafeAge(List<String> roots, List<String> alsoReferencedBy,
+                                                        java.time.Duration olderThan, Path deletionLog, int parallelism)
+            throws CheckpointSurgeonException {
+        return deleteOrphansAt(roots, alsoReferencedBy, olderThan, deletionLog, parallelism, true);
+    }
+
+    private static OrphanReport deleteOrphansAt(List<String> roots, List<String> also, java.time.Duration olderThan,
+                                                Path log, int parallelism, boolean belowFloor)
+            throws CheckpointSurgeonException {
+        return onFlinkPaths(roots, also) ? StoreOrphans.delete(roots, also, olderThan, log, belowFloor, parallelism)
+                : Orphans.delete(localPaths(roots), localPaths(also), olderThan, log, belowFloor);
+    }
+
+    /** Whether the paths are Flink paths; refuses a mix of local and Flink paths. */
+    private static boolean onFlinkPaths(List<String> roots, List<String> also) throws CheckpointSurgeonException {
+        int remote = 0;
+        for (String p : roots) remote += isFlinkPath(p) ? 1 : 0;
+        for (String p : also) remote += isFlinkPath(p) ? 1 : 0;
+        if (remote == 0) return false;
+        if (remote != roots.size() + also.size()) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "give either local"
+                    + " directories or Flink paths, not both: " + roots + (also.isEmpty() ? "" : ", " + also));
+        }
+        FlinkFileSystems.ensureConfigured();
+        return true;
+    }
+
+    private static List<Path> localPaths(List<String> paths) {
+        List<Path> out = new java.util.ArrayList<>();
+        for (String p : paths) out.add(FlinkFileSystems.localPath(p));
+        return out;
+    }
+
     /** The job and checkpoint an HA file belongs to. */
     public static final class HaFileInfo {
         private final Path file;

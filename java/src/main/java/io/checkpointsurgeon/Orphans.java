@@ -33,9 +33,9 @@ final class Orphans {
     /** The smallest age {@code --older-than} may name without the unsafe override. */
     static final Duration FLOOR = Duration.ofHours(1);
     /** The directories of checkpoint storage: what a file must lie in to be taken for an orphan. */
-    private static final Pattern STORAGE = Pattern.compile("shared|taskowned|chk-\\d+|savepoint-.*");
+    static final Pattern STORAGE = Pattern.compile("shared|taskowned|chk-\\d+|savepoint-.*");
     /** A staged {@code _metadata} of this tool's commit protocol. */
-    private static final Pattern STAGED = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
+    static final Pattern STAGED = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
 
     private Orphans() {}
 
@@ -109,23 +109,10 @@ final class Orphans {
             } else {
                 continue; // not checkpoint storage: never taken for an orphan
             }
-            OrphanReport.Entry entry = new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null);
-            if (info.mtime > ageLimit) {
-                young.add(entry);
-            } else {
-                orphans.add(entry);
-                out.orphans.put(f, info);
-                bytes += info.size;
-            }
+            bytes += byAge(f, new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null), info, ageLimit,
+                    young, orphans, out.orphans);
         }
-        for (Map.Entry<Path, Long> e : s.incomplete.entrySet()) {
-            if (e.getValue() > ageLimit) {
-                blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
-                        + " %s: a checkpoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
-            } else {
-                out.incompleteDirs.add(e.getKey());
-            }
-        }
+        byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         List<String> skipped = new ArrayList<>();
         for (Map.Entry<Path, String> e : s.skipped.entrySet()) skipped.add(e.getKey() + " (" + e.getValue() + ")");
         List<String> rootNames = new ArrayList<>();
@@ -147,11 +134,7 @@ final class Orphans {
 
     static OrphanReport delete(List<Path> roots, List<Path> also, Duration olderThan, Path log, boolean belowFloor)
             throws CheckpointSurgeonException {
-        if (olderThan.compareTo(FLOOR) < 0 && !belowFloor) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "deleting needs an age"
-                    + " of at least " + age(FLOOR.toMillis()) + " (--older-than " + age(olderThan.toMillis())
-                    + "): a younger file may belong to a checkpoint in progress");
-        }
+        requireAge(olderThan, belowFloor);
         long scanStart = System.currentTimeMillis();
         Scan first = scan(roots, also, olderThan, scanStart);
         refuseIfBlocked(first.report);
@@ -165,9 +148,7 @@ final class Orphans {
         try (FileChannel ch = FileChannel.open(log, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
              BufferedWriter w = new BufferedWriter(new OutputStreamWriter(java.nio.channels.Channels.newOutputStream(ch),
                      StandardCharsets.UTF_8))) {
-            w.write("# checkpoint-surgeon orphans --delete, " + Instant.now() + ", older than " + age(olderThan.toMillis())
-                    + ", roots " + second.report.roots() + ", also referenced by " + second.report.alsoReferencedBy()
-                    + "\n# action\tsize\tmtime\tpath\n");
+            w.write(header(olderThan, second.report));
             w.flush();
             for (OrphanReport.Entry e : second.report.orphans()) {
                 Path p = Path.of(e.path());
@@ -209,6 +190,45 @@ final class Orphans {
                 r.orphans(), r.orphanBytes(), r.young(), r.kept(), r.skipped(), r.deleteBlockers(), deleted, log.toString());
     }
 
+    /** Refuses an {@code --older-than} below {@link #FLOOR} unless the caller took the unsafe override. */
+    static void requireAge(Duration olderThan, boolean belowFloor) throws CheckpointSurgeonException {
+        if (olderThan.compareTo(FLOOR) < 0 && !belowFloor) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "deleting needs an age"
+                    + " of at least " + age(FLOOR.toMillis()) + " (--older-than " + age(olderThan.toMillis())
+                    + "): a younger file may belong to a checkpoint in progress");
+        }
+    }
+
+    /** The first lines of a deletion log. */
+    static String header(Duration olderThan, OrphanReport r) {
+        return "# checkpoint-surgeon orphans --delete, " + Instant.now() + ", older than " + age(olderThan.toMillis())
+                + ", roots " + r.roots() + ", also referenced by " + r.alsoReferencedBy() + "\n# action\tsize\tmtime\tpath\n";
+    }
+
+    /** An unreferenced file: young (kept this time) or an orphan recorded with its attributes; its bytes if an orphan. */
+    static <K> long byAge(K file, OrphanReport.Entry entry, CheckpointScan.FileInfo info, long ageLimit,
+                          List<OrphanReport.Entry> young, List<OrphanReport.Entry> orphans, Map<K, CheckpointScan.FileInfo> attrs) {
+        if (info.mtime > ageLimit) {
+            young.add(entry);
+            return 0;
+        }
+        orphans.add(entry);
+        attrs.put(file, info);
+        return info.size;
+    }
+
+    /** The {@code chk-*} without {@code _metadata}: one changed less than {@code --older-than} ago blocks, older ones go. */
+    static <K> void byAge(Map<K, Long> incomplete, long now, Duration olderThan, List<String> blockers, List<K> old) {
+        for (Map.Entry<K, Long> e : incomplete.entrySet()) {
+            if (e.getValue() > now - olderThan.toMillis()) {
+                blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
+                        + " %s: a checkpoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
+            } else {
+                old.add(e.getKey());
+            }
+        }
+    }
+
     /** Deletes the empty directories of an aborted {@code chk-*} (itself last); a directory with anything in it stays. */
     private static void removeEmptyTree(Path dir, BufferedWriter w) throws IOException {
         List<Path> dirs = new ArrayList<>();
@@ -227,13 +247,13 @@ final class Orphans {
         }
     }
 
-    private static void refuseIfBlocked(OrphanReport r) throws CheckpointSurgeonException {
+    static void refuseIfBlocked(OrphanReport r) throws CheckpointSurgeonException {
         if (r.deleteBlockers().isEmpty()) return;
         throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "nothing deleted: "
                 + String.join("; ", r.deleteBlockers()));
     }
 
-    private static void line(BufferedWriter w, String action, long size, long mtime, Path p) throws IOException {
+    static void line(BufferedWriter w, String action, long size, long mtime, Object p) throws IOException {
         w.write(action + "\t" + size + "\t" + Instant.ofEpochMilli(mtime) + "\t" + escape(p.toString()) + "\n");
         w.flush();
     }

@@ -2,7 +2,6 @@ package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
-import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -26,11 +25,11 @@ final class Recovery {
      * The doctor's findings that make a restore fail. Not the others: a stale or growing union
      * state restores (and grows), a serializer class missing here may be in the job's jar.
      */
-    private static final java.util.Set<String> RESTORE_FAILS = java.util.Set.of("FLINK_REJECTS_METADATA",
+    static final java.util.Set<String> RESTORE_FAILS = java.util.Set.of("FLINK_REJECTS_METADATA",
             "STATE_STREAM_UNREADABLE", "METADATA_SIZE", "DEPLOYMENT_SIZE");
 
     /** Reasons listed per checkpoint; the rest are counted. */
-    private static final int MAX_REASONS = 20;
+    static final int MAX_REASONS = 20;
 
     private Recovery() {}
 
@@ -57,11 +56,25 @@ final class Recovery {
             out.add(c);
             byDir.put(m.dir, c);
         }
+        List<String> rootNames = new ArrayList<>();
+        for (Path r : scan.roots) rootNames.add(r.toString());
+        return report(rootNames, out, best, pointers, target -> haProblem(target, scan, byDir, realDirs));
+    }
+
+    /** Why the checkpoint an HA pointer names does not restore, or null when it does. */
+    interface PointerCheck {
+        String problem(String target) throws CheckpointSurgeonException;
+    }
+
+    /** The report of candidates examined newest first, with the HA pointers {@code check} finds a problem with. */
+    static RecoverReport report(List<String> roots, List<RecoverReport.Candidate> out, RecoverReport.Candidate best,
+                                Map<String, Map.Entry<Long, String>> pointers, PointerCheck check)
+            throws CheckpointSurgeonException {
         List<RecoverReport.HaPointer> broken = new ArrayList<>();
         for (Map.Entry<String, Map.Entry<Long, String>> p : pointers.entrySet()) {
             String target = p.getValue().getValue();
             long id = p.getValue().getKey();
-            String problem = haProblem(target, scan, byDir, realDirs);
+            String problem = target == null ? "the pointer could not be read" : check.problem(target);
             if (problem == null) continue;
             String repair = "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
                     + " JobManager, then take the pointer away (move the completedCheckpoint file out of the HA"
@@ -69,9 +82,7 @@ final class Recovery {
                     + " list HA_DIR` shows them)" + (best == null ? "" : " and start the job with -s " + best.path());
             broken.add(new RecoverReport.HaPointer(p.getKey(), id, target, problem, repair));
         }
-        List<String> rootNames = new ArrayList<>();
-        for (Path r : scan.roots) rootNames.add(r.toString());
-        return new RecoverReport(rootNames, out, best == null ? null : best.path(),
+        return new RecoverReport(roots, out, best == null ? null : best.path(),
                 best == null ? null : "execution.savepoint.path: " + best.path(),
                 best == null ? null : "flink run -s " + best.path() + " <job jar> <args>", broken);
     }
@@ -159,13 +170,13 @@ final class Recovery {
         }
     }
 
-    private static String remoteProblem(CheckpointScan.Ref ref) {
+    /** One status request (on S3 a HEAD): present, a file, and at least the referenced size. */
+    static String remoteProblem(CheckpointScan.Ref ref) {
         try {
-            if (!FlinkFileSystems.exists(ref.name)) return missing(ref);
-            long size = FlinkFileSystems.length(ref.name);
-            return size < ref.minimumSize() ? shortBy(size, ref) : null;
-        } catch (FileNotFoundException e) {
-            return missing(ref);
+            FlinkFileSystems.Status st = FlinkFileSystems.status(ref.name);
+            if (st == null) return missing(ref);
+            if (st.dir) return "is a directory, expected a file of " + ref.minimumSize() + " bytes";
+            return st.length < ref.minimumSize() ? shortBy(st.length, ref) : null;
         } catch (IOException e) {
             return "cannot be asked for: " + e;
         }

@@ -59,8 +59,14 @@ final class NumbersJob {
      */
     static MiniClusterJob.Result midStream(Configuration conf, String run, String prefix, int checkpoints,
                                            Ending ending) throws Exception {
+        return midStream(conf, run, prefix, checkpoints, ending, 1);
+    }
+
+    /** {@link #midStream} with {@code sleepMs} per number (slow checkpoint storage: S3Proxy). */
+    static MiniClusterJob.Result midStream(Configuration conf, String run, String prefix, int checkpoints,
+                                           Ending ending, int sleepMs) throws Exception {
         SEEN.put(run, new ConcurrentLinkedQueue<>());
-        MiniClusterJob job = MiniClusterJob.of(run, conf, PARALLELISM, env -> topology(env, run, prefix))
+        MiniClusterJob job = MiniClusterJob.of(run, conf, PARALLELISM, env -> topology(env, run, prefix, sleepMs))
                 .readyWhen(() -> SEEN.get(run).size() >= N / 10)
                 .checkpointsAfterReady(checkpoints);
         MiniClusterJob.Result r = (ending == Ending.SAVEPOINT ? job.stopWithSavepoint()
@@ -80,8 +86,13 @@ final class NumbersJob {
 
     /** {@link #runToEnd(Path, String, String, Path)} with this configuration. */
     static void runToEnd(Configuration conf, String run, String prefix, Path restore) throws Exception {
+        runToEnd(conf, run, prefix, restore.toUri().toString());
+    }
+
+    /** {@link #runToEnd(Configuration, String, String, Path)} from a Flink path ({@code s3://...}). */
+    static void runToEnd(Configuration conf, String run, String prefix, String restore) throws Exception {
         SEEN.put(run, new ConcurrentLinkedQueue<>());
-        FlinkConf.restoreFrom(conf, restore.toUri().toString());
+        FlinkConf.restoreFrom(conf, restore);
         FlinkConf.noRestarts(conf);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(PARALLELISM, conf);
         topology(env, run, prefix);
@@ -99,9 +110,13 @@ final class NumbersJob {
 
     /** numbers 1..N (FLIP-27, throttled) -> keyed running sum -> sink. */
     static void topology(StreamExecutionEnvironment env, String run, String prefix) {
+        topology(env, run, prefix, 1);
+    }
+
+    static void topology(StreamExecutionEnvironment env, String run, String prefix, int sleepMs) {
         DataStream<Long> numbers = uid(env.fromSource(new NumberSequenceSource(1, N), WatermarkStrategy.noWatermarks(),
                 "numbers"), prefix, "source");
-        DataStream<Long> slow = uid(numbers.map(new Functions.Sleep(1)), prefix, "throttle");
+        DataStream<Long> slow = uid(numbers.map(new Functions.Sleep(sleepMs)), prefix, "throttle");
         DataStream<Long> sums = uid(slow.keyBy(new Functions.ModKey(KEYS)).process(new RunningSum(run)), prefix, "sum");
         Shims.discard(sums, prefix == null ? "sink-" + run : prefix + "-sink");
     }

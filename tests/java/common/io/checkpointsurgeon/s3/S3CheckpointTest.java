@@ -86,22 +86,7 @@ public class S3CheckpointTest {
 
         // A Flink configuration directory and a plugins directory, as in a Flink distribution.
         confDir = writeConf(work.resolve("conf"), s3proxy.endpoint());
-        // One plugins dir per plugin jar, kept and reused across runs: Hadoop's shutdown hook reads
-        // the plugin jar after the tests, so it cannot be deleted here.
-        Path jar = Paths.get(pluginJar);
-        String jarName = jar.getFileName().toString();
-        pluginsDir = Paths.get(System.getProperty("java.io.tmpdir"), "checkpoint-surgeon-s3-plugins",
-                jarName.substring(0, jarName.length() - ".jar".length()));
-        Path pluginDir = Files.createDirectories(pluginsDir.resolve("s3-fs-hadoop"));
-        Path link = pluginDir.resolve(jarName);
-        if (!Files.exists(link)) {
-            Files.deleteIfExists(link);
-            try {
-                Files.createSymbolicLink(link, jar);
-            } catch (IOException | UnsupportedOperationException e) {
-                Files.copy(jar, link);
-            }
-        }
+        pluginsDir = S3ProxyServer.pluginsDir(pluginJar);
         try {
             Class.forName("org.apache.flink.fs.s3hadoop.S3FileSystemFactory");
             throw new AssertionError("the S3 file system must not be on the test classpath: it is loaded as a plugin");
@@ -115,19 +100,7 @@ public class S3CheckpointTest {
 
     /** A Flink configuration directory for the S3 file system at {@code endpoint} (S3Proxy, or a relay to it). */
     private static Path writeConf(Path dir, String endpoint) throws IOException {
-        Files.createDirectories(dir);
-        String conf = String.join("\n",
-                "s3.endpoint: " + endpoint,
-                "s3.path.style.access: true",
-                "s3.access-key: " + S3ProxyServer.ACCESS_KEY,
-                "s3.secret-key: " + S3ProxyServer.SECRET_KEY,
-                "s3.endpoint.region: us-east-1",
-                "s3.connection.ssl.enabled: false",
-                // fail fast instead of retrying for minutes
-                "s3.attempts.maximum: 2",
-                "s3.retry.limit: 2") + "\n";
-        Files.writeString(dir.resolve(flinkVersion().startsWith("1.15") ? "flink-conf.yaml" : "config.yaml"), conf);
-        return dir;
+        return S3ProxyServer.flinkConf(dir, endpoint, flinkVersion());
     }
 
     @AfterClass

@@ -20,18 +20,6 @@ abstract class BaseCommand implements Callable<Integer> {
         return plainErr != null ? plainErr : spec.commandLine().getErr();
     }
 
-    /** Refuses Flink paths ({@code s3://...}) for a command that works on local directories only. */
-    static void requireLocal(String command, java.util.List<java.nio.file.Path> paths)
-            throws io.checkpointsurgeon.CheckpointSurgeonException {
-        for (java.nio.file.Path p : paths) {
-            if (io.checkpointsurgeon.CheckpointSurgeon.isFlinkPath(p.toString())) {
-                throw new io.checkpointsurgeon.CheckpointSurgeonException(
-                        io.checkpointsurgeon.CheckpointSurgeonException.Code.UNSUPPORTED,
-                        command + " works on local directories; " + p + " is a Flink path");
-            }
-        }
-    }
-
     /** A usage error (exit 1, with the command's usage). */
     CommandLine.ParameterException usage(String message) {
         return new CommandLine.ParameterException(spec.commandLine(), message);

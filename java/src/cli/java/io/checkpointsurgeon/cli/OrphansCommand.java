@@ -18,20 +18,24 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 @Command(name = "orphans", mixinStandardHelpOptions = true,
-        description = "List the files of local checkpoint storage (shared/, taskowned/, chk-*, savepoint-*) that no"
+        description = "List the files of checkpoint storage (shared/, taskowned/, chk-*, savepoint-*), local or on a"
+                + " Flink path (s3://bucket/prefix, ...), that no"
                 + " _metadata under any given directory references, with sizes and the total; each kept file names"
                 + " one checkpoint that references it. A file-merging file any segment of which is referenced is kept"
                 + " whole. --delete deletes the ones older than --older-than after a second, fresh scan, re-checking"
                 + " each file right before, and logs every deletion to a new file. Exit 0: no orphans (or all"
-                + " deleted); 4: orphans found; 2: --delete refused.")
+                + " deleted); 4: orphans found; 2: --delete refused. On a Flink path each directory is one listing"
+                + " request (on S3 a prefix listing), each deletion a status request then a delete request, at most"
+                + " --list-parallelism at once.")
 final class OrphansCommand extends BaseCommand {
-    @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a job or base checkpoint directory, a savepoint directory")
-    List<Path> roots;
+    @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a job or base checkpoint directory, a savepoint"
+            + " directory: local, or a Flink path (all of one kind)")
+    List<String> roots;
 
     @Option(names = "--also-referenced-by", paramLabel = "PATH", arity = "1..*", description = "more directories whose"
             + " _metadata files protect what they reference (a job restored in NO_CLAIM or LEGACY mode from these"
             + " checkpoints); their own files are not listed")
-    List<Path> also = new ArrayList<>();
+    List<String> also = new ArrayList<>();
 
     @Option(names = "--older-than", paramLabel = "DURATION", description = "only files older than this (90m, 2h,"
             + " 7d); --delete needs it, at least 1h, and longer than the jobs' checkpoint timeout"
@@ -50,13 +54,21 @@ final class OrphansCommand extends BaseCommand {
             + " younger than an hour may belong to a checkpoint a running job is writing")
     boolean allowYoung;
 
+    @Option(names = "--list-parallelism", paramLabel = "N", description = "on a Flink path: requests at once (listings,"
+            + " _metadata reads, deletes), 1 to 256; default 8")
+    int parallelism = 8;
+
+    @CommandLine.Mixin
+    FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
+
     @CommandLine.Mixin
     JsonMixin json = new JsonMixin();
 
     @Override
     public Integer call() throws CheckpointSurgeonException {
-        requireLocal("orphans", roots);
-        requireLocal("orphans", also);
+        if (parallelism < 1 || parallelism > 256) throw usage("--list-parallelism: 1 to 256, found " + parallelism);
+        for (String p : roots) fs.apply(p);
+        for (String p : also) fs.apply(p);
         if (delete && olderThan == null) throw usage("--delete needs --older-than (at least 1h)");
         if (!delete && (log != null || allowYoung)) throw usage("--deletion-log and --unsafe-allow-young go with --delete");
         Duration age = olderThan == null ? Duration.ZERO : parse(olderThan);
@@ -64,10 +76,10 @@ final class OrphansCommand extends BaseCommand {
         if (delete) {
             Path logFile = log != null ? log
                     : Path.of("checkpoint-surgeon-orphans-" + Instant.now().toString().replace(':', '-') + ".log");
-            r = allowYoung ? CheckpointSurgeon.deleteOrphansUnsafeAge(roots, also, age, logFile)
-                    : CheckpointSurgeon.deleteOrphans(roots, also, age, logFile);
+            r = allowYoung ? CheckpointSurgeon.deleteOrphansAtUnsafeAge(roots, also, age, logFile, parallelism)
+                    : CheckpointSurgeon.deleteOrphansAt(roots, also, age, logFile, parallelism);
         } else {
-            r = CheckpointSurgeon.orphans(roots, also, age);
+            r = CheckpointSurgeon.orphansAt(roots, also, age, parallelism);
         }
         PrintWriter out = out();
         out.print(json.json ? Json.write(r) : TextRenderer.orphans(r, delete));

@@ -17,15 +17,24 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 @Command(name = "recover", mixinStandardHelpOptions = true,
-        description = "Find the newest checkpoint or savepoint under local directories that will restore: _metadata"
+        description = "Find the newest checkpoint or savepoint under local directories or Flink paths (s3://bucket/prefix,"
+                + " ...) that will restore: _metadata"
                 + " readable and accepted by Flink's loader (Flink on the class path), no error of the doctor, every"
                 + " referenced file present with at least the size its handle records (stat only). Prints why each"
                 + " newer one does not restore, how to restore, and with --ha-dir, --kubernetes or --zookeeper-quorum"
                 + " the HA pointers that name a broken checkpoint. Exit 0: the newest restores; 4: an older one"
                 + " restores (or an HA pointer names a broken one); 2: none restores.")
 final class RecoverCommand extends BaseCommand {
-    @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a checkpoint, job, base or savepoint directory")
-    List<Path> roots;
+    @Parameters(arity = "1..*", paramLabel = "BASE_DIR", description = "a checkpoint, job, base or savepoint directory:"
+            + " local, or a Flink path (all of one kind)")
+    List<String> roots;
+
+    @Option(names = "--list-parallelism", paramLabel = "N", description = "on a Flink path: requests at once (listings,"
+            + " status requests), 1 to 256; default 8")
+    int parallelism = 8;
+
+    @CommandLine.Mixin
+    FlinkFileSystemMixin fs = new FlinkFileSystemMixin();
 
     @Option(names = "--ha-dir", paramLabel = "HA_DIR", description = "high-availability.storageDir (or its"
             + " <cluster-id> dir): its completedCheckpoint files are HA pointers")
@@ -47,8 +56,9 @@ final class RecoverCommand extends BaseCommand {
 
     @Override
     public Integer call() throws CheckpointSurgeonException {
-        requireLocal("recover", roots);
         if (zookeeperQuorum != null && k8s.kubernetes) throw usage("--kubernetes or --zookeeper-quorum, not both");
+        if (parallelism < 1 || parallelism > 256) throw usage("--list-parallelism: 1 to 256, found " + parallelism);
+        for (String p : roots) fs.apply(p);
         Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
         if (haDir != null) {
             for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
@@ -68,7 +78,7 @@ final class RecoverCommand extends BaseCommand {
                 pointers.put("ZooKeeper node " + p.configMap + "/" + p.key, CheckpointSurgeon.haFileInfo(p.file));
             }
         }
-        RecoverReport r = CheckpointSurgeon.recover(roots, pointers);
+        RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, parallelism);
         PrintWriter out = out();
         out.print(json.json ? Json.write(r) : TextRenderer.recover(r));
         out.flush();

@@ -79,6 +79,19 @@ public final class FlinkFileSystems {
         return p[2].equals(d[2]) || d[2].equals("/") || p[2].startsWith(d[2] + "/");
     }
 
+    /**
+     * The path as references are compared: {@code scheme://authority/path} with the path
+     * normalized, the scheme in lower case and the S3 schemes of Flink's plugins ({@code s3a},
+     * {@code s3n}, {@code s3p}) taken as {@code s3}, so a job configured with {@code s3a://} keeps
+     * its files when the bucket is scanned as {@code s3://}.
+     */
+    public static String normalize(String path) {
+        String[] p = uriParts(path);
+        String scheme = p[0].toLowerCase(Locale.ROOT);
+        if (scheme.equals("s3a") || scheme.equals("s3n") || scheme.equals("s3p")) scheme = "s3";
+        return scheme + "://" + p[1] + p[2];
+    }
+
     /** Scheme, authority and normalized absolute path of a {@code scheme://authority/path} or {@code scheme:/path}. */
     private static String[] uriParts(String path) {
         var m = SCHEME.matcher(path);
@@ -212,20 +225,50 @@ public final class FlinkFileSystems {
         }
     }
 
-    /** The entries of a directory (full paths); empty when it does not exist. */
-    public static List<String> list(String dir) throws IOException {
+    /** A file or directory as Flink's {@code FileStatus} describes it (its path as Flink qualifies it). */
+    public static final class Status {
+        public final String path;
+        public final boolean dir;
+        public final long length;
+        /** Modification time (ms); 0 where the file system has none (an S3 prefix). */
+        public final long mtime;
+
+        Status(Object status) throws IOException {
+            this.path = call(status, FILE_STATUS, "getPath", new Class<?>[0]).toString();
+            this.dir = (Boolean) call(status, FILE_STATUS, "isDir", new Class<?>[0]);
+            this.length = (Long) call(status, FILE_STATUS, "getLen", new Class<?>[0]);
+            this.mtime = (Long) call(status, FILE_STATUS, "getModificationTime", new Class<?>[0]);
+        }
+    }
+
+    /** One request for a path's status (on S3 a HEAD, or a listing of the prefix); null when it does not exist. */
+    public static Status status(String path) throws IOException {
+        try {
+            return new Status(call(fs(path), FILE_SYSTEM, "getFileStatus", new Class<?>[] {pathClass()}, flinkPath(path)));
+        } catch (FileNotFoundException e) {
+            return null;
+        }
+    }
+
+    /** The entries of a directory with their status (on S3 one prefix listing); empty when it does not exist. */
+    public static List<Status> listStatus(String dir) throws IOException {
         Object[] statuses;
         try {
             statuses = (Object[]) call(fs(dir), FILE_SYSTEM, "listStatus", new Class<?>[] {pathClass()}, flinkPath(dir));
         } catch (FileNotFoundException e) {
             return List.of();
         }
-        List<String> out = new ArrayList<>();
+        List<Status> out = new ArrayList<>();
         if (statuses != null) {
-            for (Object s : statuses) {
-                out.add(call(s, FILE_STATUS, "getPath", new Class<?>[0]).toString());
-            }
+            for (Object s : statuses) out.add(new Status(s));
         }
+        return out;
+    }
+
+    /** The entries of a directory (full paths); empty when it does not exist. */
+    public static List<String> list(String dir) throws IOException {
+        List<String> out = new ArrayList<>();
+        for (Status s : listStatus(dir)) out.add(s.path);
         return out;
     }
 

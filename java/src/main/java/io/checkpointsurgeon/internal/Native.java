@@ -82,6 +82,11 @@ public final class Native {
         return stateFiles(Wire.source(metadata));
     }
 
+    /** The files {@code _metadata} bytes reference ({@code name} names them in errors); relative ones as named. */
+    public static List<StateFile> stateFiles(byte[] metadata, String name) throws CheckpointSurgeonException {
+        return stateFiles(source(metadata, name, null));
+    }
+
     static List<StateFile> stateFiles(byte[] source) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.stateFiles(NativeBridge.stateFiles(source));
