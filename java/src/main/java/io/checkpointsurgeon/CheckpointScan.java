@@ -33,6 +33,12 @@ import java.util.regex.Pattern;
  */
 final class CheckpointScan {
     static final Pattern CHK = Pattern.compile("chk-(\\d+)");
+    /**
+     * A directory Flink writes one snapshot into, {@code _metadata} last: a checkpoint's {@code chk-<id>}
+     * or a savepoint's {@code savepoint-<job>-<random>}. Without {@code _metadata} it is aborted or
+     * still being written (a savepoint of a large state can take hours), never a source of orphans alone.
+     */
+    static final Pattern SNAPSHOT_DIR = Pattern.compile("chk-\\d+|savepoint-.+");
 
     /** One regular file: size and modification time (ms). */
     static final class FileInfo {
@@ -98,7 +104,7 @@ final class CheckpointScan {
                             @Override
                             public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes a) {
                                 s.directories++;
-                                if (CHK.matcher(dir.getFileName() == null ? "" : dir.getFileName().toString()).matches()) {
+                                if (SNAPSHOT_DIR.matcher(dir.getFileName() == null ? "" : dir.getFileName().toString()).matches()) {
                                     chkDirs.put(dir, a.lastModifiedTime().toMillis());
                                 }
                                 return FileVisitResult.CONTINUE;
@@ -171,10 +177,10 @@ final class CheckpointScan {
         return byDir.computeIfAbsent(file.getParent(), d -> java.util.Optional.ofNullable(chkDirOf(file, roots))).orElse(null);
     }
 
-    /** The {@code chk-<id>} directory a file lies in, directly or below, inside one of the roots; or null. */
+    /** The snapshot directory ({@code chk-<id>}, {@code savepoint-*}) a file lies in, directly or below, inside one of the roots; or null. */
     static Path chkDirOf(Path file, List<Path> roots) {
         for (Path p = file.getParent(); p != null; p = p.getParent()) {
-            if (CHK.matcher(p.getFileName() == null ? "" : p.getFileName().toString()).matches()) return p;
+            if (SNAPSHOT_DIR.matcher(p.getFileName() == null ? "" : p.getFileName().toString()).matches()) return p;
             if (roots.contains(p)) return null;
         }
         return null;

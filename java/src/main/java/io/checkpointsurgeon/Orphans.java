@@ -222,7 +222,7 @@ final class Orphans {
         for (Map.Entry<K, Long> e : incomplete.entrySet()) {
             if (e.getValue() > now - olderThan.toMillis()) {
                 blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
-                        + " %s: a checkpoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
+                        + " %s: a checkpoint or savepoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
             } else {
                 old.add(e.getKey());
             }

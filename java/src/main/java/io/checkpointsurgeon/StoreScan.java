@@ -87,7 +87,7 @@ final class StoreScan {
                 for (FlinkFileSystems.Status st : entries) {
                     String name = name(st.path);
                     if (st.dir) {
-                        if (CheckpointScan.CHK.matcher(name).matches()) chkDirs.put(st.path, st.mtime);
+                        if (CheckpointScan.SNAPSHOT_DIR.matcher(name).matches()) chkDirs.put(st.path, st.mtime);
                         submitListing(cs, st.path);
                         pending++;
                         continue;
@@ -169,11 +169,11 @@ final class StoreScan {
         return null;
     }
 
-    /** The nearest {@code chk-<id>} directory a file lies in, inside its root; or null. */
+    /** The nearest snapshot directory ({@code chk-<id>}, {@code savepoint-*}) a file lies in, inside its root; or null. */
     String chkDirOf(String file) {
         String root = rootOf(file);
         for (String p = parent(file); root != null && p.length() > root.length(); p = parent(p)) {
-            if (CheckpointScan.CHK.matcher(name(p)).matches()) return p;
+            if (CheckpointScan.SNAPSHOT_DIR.matcher(name(p)).matches()) return p;
         }
         return null;
     }

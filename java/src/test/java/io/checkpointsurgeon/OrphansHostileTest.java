@@ -161,6 +161,32 @@ public class OrphansHostileTest {
     }
 
     @Test
+    public void aSavepointWithoutMetadataIsInProgressNeverASourceOfOrphans() throws Exception {
+        Path base = job().getParent();
+        // a savepoint of a large state still being written: its first file is two hours old
+        Path sp = Files.createDirectories(base.resolve("savepoints").resolve("savepoint-0a1b2c-0123456789ab"));
+        Path early = Files.write(sp.resolve("early-state"), new byte[11]);
+        old(early);
+        Files.write(sp.resolve("late-state"), new byte[13]);
+        OrphanReport r = CheckpointSurgeon.orphans(List.of(base), List.of(), Duration.ofHours(1));
+        OrphanReport.Entry e = r.orphans().stream().filter(o -> o.path().equals(early.toString())).findFirst()
+                .orElseThrow(() -> new AssertionError(r.orphans().toString()));
+        assertEquals(OrphanReport.Kind.INCOMPLETE_CHECKPOINT, e.kind());
+        assertTrue(r.deleteBlockers().toString(), r.deleteBlockers().stream().anyMatch(b -> b.startsWith(sp + " has no _metadata")
+                && b.endsWith("a checkpoint or savepoint in progress")));
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(base), List.of(), Duration.ofHours(1), tmp.getRoot().toPath().resolve("log"));
+            fail("a savepoint in progress");
+        } catch (CheckpointSurgeonException x) {
+            assertEquals(CheckpointSurgeonException.Code.VALIDATION, x.code());
+            assertTrue(x.getMessage(), x.getMessage().contains(sp + " has no _metadata"));
+        }
+        assertTrue(Files.exists(early));
+        assertTrue(Files.exists(base.resolve("job").resolve("shared").resolve("orphan")));
+        assertFalse(Files.exists(tmp.getRoot().toPath().resolve("log")));
+    }
+
+    @Test
     public void doctorCountsTheOrphansOlderThanAnHourOfTheJobDirectory() throws Exception {
         Path job = job();
         Files.write(job.resolve("shared").resolve("young"), new byte[7]);
