@@ -442,6 +442,177 @@ public class S3CheckpointTest {
                 (System.nanoTime() - t1) / 1e9));
     }
 
+    /**
+     * Issue 28 on S3: remove-keyed-state on a canonical savepoint in the bucket into a new S3
+     * directory, by the CLI in its own JVM with Flink's loader as judge. Every object of the input
+     * hashes as before; the keyed reader finds {@code b} gone and every entry of {@code a} in the
+     * result, read through Flink's S3 file system; a job restores from it with every key's
+     * {@code a} exact and {@code b} empty. The CLI's local temporary directory is sampled during
+     * the run: a keyed surgery on a Flink path stages the checkpoint's files there and rewrites
+     * them locally (the peak is logged against the savepoint's size).
+     */
+    @Test
+    public void removeKeyedStateOnS3AndRestore() throws Exception {
+        long keys = 4096;
+        TwoKeyed.WRITTEN.set(0);
+        Result v1 = MiniClusterJob.of("keyed-v1", conf("keyed-v1", null, false, "hashmap"), P,
+                        env -> twoKeyedJob(env, keys, true))
+                .readyWhen(() -> TwoKeyed.WRITTEN.get() >= keys)
+                .checkpointsAfterReady(1)
+                .stopWithSavepoint()
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .run();
+        assertNull(v1.failureText(), v1.failure());
+        String sp = io.checkpointsurgeon.flink.RemoteCheckpoint.trimSlashes(v1.savepoint());
+        java.util.Map<String, String> before = objects(sp);
+        long spBytes = bytesUnder(sp);
+        String out = "s3://" + BUCKET + "/repaired/keyed";
+        Path tmp = Files.createTempDirectory(work, "cli-tmp");
+        long[] peak = {0};
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread sampler = new Thread(() -> {
+            while (running.get()) {
+                peak[0] = Math.max(peak[0], localBytes(tmp));
+                try {
+                    Thread.sleep(2);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+        sampler.start();
+        CliProcess.Result r;
+        try {
+            r = CliProcess.withFlink("remove-keyed-state", sp, "--state", "b", "--apply", "--output", out,
+                    "--flink-conf", confDir.toString(), "--plugins", pluginsDir.toString())
+                    .systemProperty("java.io.tmpdir", tmp).run();
+        } finally {
+            running.set(false);
+            sampler.join();
+        }
+        assertEquals(r.output, 0, r.exitCode);
+        assertTrue(r.output, r.output.contains("loaded by Flink"));
+        assertEquals("every object of the input as before", before, objects(sp));
+        assertEquals("the local mirror is gone", 0, localBytes(tmp));
+        io.checkpointsurgeon.KeyedReport k = CheckpointSurgeon.inspectKeyed(out);
+        assertEquals(1, k.operators().size());
+        assertNull("b is gone", k.operators().get(0).state("b"));
+        assertEquals("every entry of a", keys, k.operators().get(0).state("a").total().entries());
+        String figures = String.format(java.util.Locale.ROOT, "remove-keyed-state s3:// -> s3:// on a %,d-byte"
+                + " savepoint: %,d bytes at most in the CLI's temp directory", spBytes, peak[0]);
+        System.out.println(figures);
+        LOG.add(figures);
+
+        TwoKeyed.CHECKED.clear();
+        TwoKeyed.WRONG.set(0);
+        Configuration c = conf("keyed-v2", out, false, "hashmap");
+        FlinkConf.set(c, "1 h", "execution.checkpointing.interval");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(P, c);
+        twoKeyedJob(env, keys, false);
+        org.apache.flink.core.execution.JobClient client = env.executeAsync("keyed-v2");
+        try {
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(RUN_TIMEOUT_SECONDS);
+            while (TwoKeyed.CHECKED.size() < keys && TwoKeyed.WRONG.get() == 0 && System.nanoTime() < deadline
+                    && !client.getJobExecutionResult().isDone()) {
+                Thread.sleep(50);
+            }
+            if (client.getJobExecutionResult().isDone()) client.getJobExecutionResult().get();
+        } finally {
+            client.cancel().exceptionally(t -> null).get(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        assertEquals("keys whose a differs or whose b is not empty", 0, TwoKeyed.WRONG.get());
+        assertEquals("every key read back", keys, TwoKeyed.CHECKED.size());
+    }
+
+    /** Bytes of the regular files under {@code dir} now (files vanish while it is walked). */
+    private static long localBytes(Path dir) {
+        long[] n = {0};
+        try {
+            Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<Path>() {
+                @Override
+                public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a) {
+                    if (a.isRegularFile()) n[0] += a.size();
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public java.nio.file.FileVisitResult visitFileFailed(Path f, IOException e) {
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            // a directory vanished
+        }
+        return n[0];
+    }
+
+    /** Relative path -> SHA-256 of every object under {@code dir}, read through Flink's file system. */
+    private static java.util.Map<String, String> objects(String dir) throws Exception {
+        java.util.Map<String, String> m = new TreeMap<>();
+        FileSystem fs = fs(dir);
+        List<org.apache.flink.core.fs.Path> todo = new ArrayList<>(List.of(new org.apache.flink.core.fs.Path(dir)));
+        while (!todo.isEmpty()) {
+            for (org.apache.flink.core.fs.FileStatus st : fs.listStatus(todo.remove(todo.size() - 1))) {
+                if (st.isDir()) {
+                    todo.add(st.getPath());
+                    continue;
+                }
+                byte[] d = java.security.MessageDigest.getInstance("SHA-256").digest(
+                        io.checkpointsurgeon.flink.FlinkFileSystems.readAll(st.getPath().toString()));
+                m.put(st.getPath().toString().substring(dir.length()), new java.math.BigInteger(1, d).toString(16));
+            }
+        }
+        return m;
+    }
+
+    /** numbers -> keyBy(n % keys) -> two-keyed (a 1 KiB {@code a} and a Long {@code b} per key) -> sink. */
+    private static void twoKeyedJob(StreamExecutionEnvironment env, long keys, boolean write) {
+        io.checkpointsurgeon.fixtures.Shims.discard(env.fromSource(
+                        new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
+                        org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
+                .uid("numbers").setParallelism(1)
+                .keyBy(new io.checkpointsurgeon.fixtures.Functions.ModKey(keys))
+                .map(new TwoKeyed(keys, write)).uid("two-keyed").name("two-keyed").setParallelism(P), "sink");
+    }
+
+    /** Writes a and b for each key, then slows down; or checks each key's a and that b is empty. */
+    static final class TwoKeyed extends org.apache.flink.api.common.functions.RichMapFunction<Long, Long> {
+        static final java.util.concurrent.atomic.AtomicLong WRITTEN = new java.util.concurrent.atomic.AtomicLong();
+        static final java.util.Set<Long> CHECKED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        static final java.util.concurrent.atomic.AtomicLong WRONG = new java.util.concurrent.atomic.AtomicLong();
+        private final long keys;
+        private final boolean write;
+        private transient org.apache.flink.api.common.state.ValueState<byte[]> a;
+        private transient org.apache.flink.api.common.state.ValueState<Long> b;
+
+        TwoKeyed(long keys, boolean write) {
+            this.keys = keys;
+            this.write = write;
+        }
+
+        @Override
+        public Long map(Long n) throws Exception {
+            if (a == null) {
+                a = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>("a",
+                        org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+                b = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>("b",
+                        org.apache.flink.api.common.typeinfo.Types.LONG));
+            }
+            long key = n % keys;
+            if (!write) {
+                if (java.util.Arrays.equals(BigKeyed.payload(key), a.value()) && b.value() == null) CHECKED.add(key);
+                else WRONG.incrementAndGet();
+            } else if (n < keys) {
+                a.update(BigKeyed.payload(key));
+                b.update(n);
+                WRITTEN.incrementAndGet();
+            } else {
+                Thread.sleep(1);
+            }
+            return n;
+        }
+    }
+
     /** The keyed state {@code name} of the one operator that has it. */
     private static io.checkpointsurgeon.KeyedReport.State keyedState(io.checkpointsurgeon.KeyedReport r, String name) {
         for (io.checkpointsurgeon.KeyedReport.Operator o : r.operators()) {

@@ -20,16 +20,20 @@ import java.util.Locale;
 /**
  * Surgery on a checkpoint on a Flink file system: the remote checkpoint is staged in a local mirror
  * ({@link RemoteCheckpoint}), the native library works on the mirror, and the commit unit uploads
- * what it wrote.
+ * what it wrote. A keyed surgery mirrors every state file (its stage reads and rewrites them
+ * locally): it needs local space for the checkpoint and the rewritten files.
  */
 final class RemoteRepair {
     private RemoteRepair() {}
 
-    /** Reads a remote checkpoint's {@code _metadata} and mirrors the files of its operator state handles. */
-    static RemoteCheckpoint stage(String path) throws CheckpointSurgeonException {
+    /**
+     * Reads a remote checkpoint's {@code _metadata} and mirrors the files of its operator state
+     * handles, and with {@code keyed} (a surgery that rewrites keyed state) every other state file.
+     */
+    static RemoteCheckpoint stage(String path, boolean keyed) throws CheckpointSurgeonException {
         RemoteCheckpoint rc = RemoteCheckpoint.open(path);
         try {
-            rc.download(Native.stateFiles(source(rc)), CheckpointSurgeon.progressListener());
+            rc.download(Native.stateFiles(source(rc)), keyed, CheckpointSurgeon.progressListener());
             return rc;
         } catch (CheckpointSurgeonException | RuntimeException e) {
             rc.close();
@@ -44,13 +48,13 @@ final class RemoteRepair {
 
 
     static InspectReport inspect(String path) throws CheckpointSurgeonException {
-        try (RemoteCheckpoint rc = stage(path)) {
+        try (RemoteCheckpoint rc = stage(path, false)) {
             return Native.inspect(source(rc));
         }
     }
 
     static SurgeryPlan plan(String path, Surgery surgery) throws CheckpointSurgeonException {
-        try (RemoteCheckpoint rc = stage(path)) {
+        try (RemoteCheckpoint rc = stage(path, surgery.changesKeyedState())) {
             Request r = Request.of(surgery);
             return Native.plan(source(rc), surgery.referencesUnchangedFiles() ? r.referencing(rc.dir) : r);
         }
@@ -156,7 +160,7 @@ final class RemoteRepair {
                 }
             });
             // read only once the lock is held: an in-place repair works on what it locked
-            rc = RemoteRepair.stage(path);
+            rc = RemoteRepair.stage(path, request.surgery.changesKeyedState());
         }
 
         @Override
