@@ -211,7 +211,6 @@ public final class Surgery {
     private boolean copyUnchangedFiles;
     private boolean referenceUnchangedFiles;
     private Integer threads;
-    private boolean keyed;
 
     private Surgery() {}
 
@@ -313,7 +312,6 @@ public final class Surgery {
     public Surgery andRemoveKeyedState(OperatorSelector operators, String stateName) {
         checkName(stateName);
         Objects.requireNonNull(operators, "operators");
-        keyed = true;
         return and(v -> v.removeKeyedState(operators, stateName));
     }
 
@@ -322,13 +320,7 @@ public final class Surgery {
         checkName(newName);
         Objects.requireNonNull(operators, "operators");
         if (stateName.equals(newName)) throw new IllegalArgumentException("the new name is the old one: " + newName);
-        keyed = true;
         return and(v -> v.renameKeyedState(operators, stateName, newName));
-    }
-
-    /** Whether the surgery removes or renames keyed state: it then reads and rewrites keyed state files. */
-    public boolean changesKeyedState() {
-        return keyed;
     }
 
     /**

@@ -448,8 +448,8 @@ public class S3CheckpointTest {
      * hashes as before; the keyed reader finds {@code b} gone and every entry of {@code a} in the
      * result, read through Flink's S3 file system; a job restores from it with every key's
      * {@code a} exact and {@code b} empty. The CLI's local temporary directory is sampled during
-     * the run: a keyed surgery on a Flink path stages the checkpoint's files there and rewrites
-     * them locally (the peak is logged against the savepoint's size).
+     * the run: the keyed streams are read from S3 in ranges, never mirrored, so it never holds
+     * more than the rewritten files (less than the savepoint: b is gone from them).
      */
     @Test
     public void removeKeyedStateOnS3AndRestore() throws Exception {
@@ -502,14 +502,21 @@ public class S3CheckpointTest {
                 + " savepoint: %,d bytes at most in the CLI's temp directory", spBytes, peak[0]);
         System.out.println(figures);
         LOG.add(figures);
+        assertTrue("no keyed stream was staged whole: " + figures, peak[0] < spBytes);
 
+        restoreTwoKeyed("keyed-v2", out, "hashmap", keys);
+    }
+
+    /** A job restored from {@code from} reads every key's a exactly and finds b empty. */
+    private static void restoreTwoKeyed(String tag, String from, String backend, long keys) throws Exception {
         TwoKeyed.CHECKED.clear();
         TwoKeyed.WRONG.set(0);
-        Configuration c = conf("keyed-v2", out, false, "hashmap");
+        Configuration c = conf(tag, from, false, backend);
         FlinkConf.set(c, "1 h", "execution.checkpointing.interval");
+        FlinkConf.set(c, "false", "classloader.check-leaked-classloader");
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(P, c);
         twoKeyedJob(env, keys, false);
-        org.apache.flink.core.execution.JobClient client = env.executeAsync("keyed-v2");
+        org.apache.flink.core.execution.JobClient client = env.executeAsync(tag);
         try {
             long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(RUN_TIMEOUT_SECONDS);
             while (TwoKeyed.CHECKED.size() < keys && TwoKeyed.WRONG.get() == 0 && System.nanoTime() < deadline
@@ -522,6 +529,64 @@ public class S3CheckpointTest {
         }
         assertEquals("keys whose a differs or whose b is not empty", 0, TwoKeyed.WRONG.get());
         assertEquals("every key read back", keys, TwoKeyed.CHECKED.size());
+    }
+
+    /**
+     * remove-keyed-state on a RocksDB incremental checkpoint in the bucket, into a new S3 directory,
+     * by the CLI against a relay that counts every byte S3Proxy sends: the column family of
+     * {@code b} is dropped in each instance's MANIFEST without fetching SST data (the SST files'
+     * tails only, for their properties); every input object hashes as before, and a job restores
+     * from the result with RocksDB, every key's {@code a} exact and {@code b} empty.
+     */
+    @Test
+    public void removeKeyedStateOfRocksDbOnS3FetchesNoSstData() throws Exception {
+        long keys = 8192;
+        TwoKeyed.WRITTEN.set(0);
+        // written on local disk, then uploaded and relocated (see keyedStateOfRocksDbOnS3IsReadInRanges)
+        Path local = work.resolve("rocks-keyed");
+        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
+                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
+        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
+        FlinkConf.inlineThreshold(c, "0");
+        FlinkConf.noRestarts(c);
+        Result r = MiniClusterJob.of("rocks-keyed", c, P, env -> twoKeyedJob(env, keys, true))
+                .readyWhen(() -> TwoKeyed.WRITTEN.get() >= keys)
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .pollInterval(Duration.ofMillis(100))
+                .run();
+        assertNull(r.failureText(), r.failure());
+        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
+        String remoteJob = "s3://" + BUCKET + "/rocks-keyed/" + jobDir.getFileName();
+        try (Stream<Path> files = Files.walk(jobDir)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
+                        io.checkpointsurgeon.ProgressListener.SILENT);
+            }
+        }
+        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
+        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+        long sstBytes = 0;
+        for (io.checkpointsurgeon.KeyedReport.Operator o : CheckpointSurgeon.inspectKeyed(chk).operators()) {
+            for (io.checkpointsurgeon.KeyedReport.State st : o.states()) sstBytes += st.total().storedBytes();
+        }
+        java.util.Map<String, String> before = objects(remoteJob);
+        String out = "s3://" + BUCKET + "/repaired/rocks-keyed";
+        try (io.checkpointsurgeon.testing.CountingRelay relay = io.checkpointsurgeon.testing.CountingRelay.to(s3proxy.port())) {
+            Path relayConf = writeConf(work.resolve("conf-relay-rocks"), relay.endpoint());
+            String text = runCli("remove-keyed-state", chk, "--state", "b", "--apply", "--output", out,
+                    "--flink-conf", relayConf.toString(), "--plugins", pluginsDir.toString());
+            assertTrue(text, text.contains("loaded by Flink"));
+            long fetched = relay.bytesFromServer();
+            String figures = String.format(java.util.Locale.ROOT, "remove-keyed-state of a RocksDB checkpoint on S3:"
+                    + " %,d bytes fetched for %,d bytes of SST files (%.2f %%)", fetched, sstBytes,
+                    100.0 * fetched / sstBytes);
+            System.out.println(figures);
+            LOG.add(figures);
+            assertTrue(figures, fetched * 4 < sstBytes);
+        }
+        assertEquals("every object of the input as before", before, objects(remoteJob));
+
+        restoreTwoKeyed("rocks-keyed-v2", out, "rocksdb", keys);
     }
 
     /** Bytes of the regular files under {@code dir} now (files vanish while it is walked). */

@@ -30,9 +30,8 @@ import java.util.stream.Stream;
  * <p>Staging reads {@code _metadata} into memory and downloads only the state files the native
  * code reads: the streams of operator state handles (relative files next to {@code _metadata},
  * absolute file handles below the job directory, and the byte ranges of file-merging segments,
- * into sparse local files at the same offsets). Keyed, channel and other state is downloaded for
- * a keyed surgery only, which reads and rewrites keyed state files locally: inspect reports their
- * sizes from {@code _metadata}, and the other surgeries never rewrite them.
+ * into sparse local files at the same offsets). Keyed, channel and other state is never
+ * downloaded: inspect reports its sizes from {@code _metadata}, and surgery never rewrites it.
  *
  * <p>The mirror keeps the remote layout below the job directory (the parent of the checkpoint
  * directory, which holds {@code chk-N/}, {@code shared/}, {@code taskowned/}), and the native
@@ -131,26 +130,19 @@ public final class RemoteCheckpoint implements AutoCloseable {
      * A long download reports to {@code progress}.
      */
     public void download(List<StateFile> files, ProgressListener progress) throws CheckpointSurgeonException {
-        download(files, false, progress);
-    }
-
-    /** {@link #download(List, ProgressListener)}, with {@code everyFile} of the other handles too. */
-    public void download(List<StateFile> files, boolean everyFile, ProgressListener progress)
-            throws CheckpointSurgeonException {
         try {
-            downloadAll(files, everyFile, progress);
+            downloadAll(files, progress);
         } catch (IOException e) {
             throw io(dir, e);
         }
     }
 
-    private void downloadAll(List<StateFile> files, boolean everyFile, ProgressListener progress)
-            throws IOException, CheckpointSurgeonException {
+    private void downloadAll(List<StateFile> files, ProgressListener progress) throws IOException, CheckpointSurgeonException {
         long t0 = System.nanoTime();
         Map<String, Path> whole = new LinkedHashMap<>();
         Map<String, List<long[]>> ranges = new LinkedHashMap<>();
         for (StateFile f : files) {
-            if (!f.operatorState() && !everyFile) continue;
+            if (!f.operatorState()) continue;
             if (f.kind() == StateFile.Kind.RELATIVE) {
                 checkPlainName(f.path());
                 whole.put(dir + "/" + f.path(), mirrorDir.resolve(f.path()));

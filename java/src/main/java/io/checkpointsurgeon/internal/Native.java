@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.internal;
 
+import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
@@ -94,9 +95,20 @@ public final class Native {
     /** The plan; with a {@code streamDir}, also the stage step of {@link Commit} (see {@link NativeBridge#plan}). */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri)
             throws CheckpointSurgeonException {
+        return plan(source, request, streamDir, outputUri, null, null);
+    }
+
+    /**
+     * {@link #plan(byte[], Request, Path, String)} of the mirror of the remote checkpoint directory
+     * {@code remoteDir}: the streams the mirror does not hold (keyed state) are read through
+     * {@code files} in ranges.
+     */
+    static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, String remoteDir,
+            RangedReads files) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.plan(NativeBridge.plan(source, Wire.request(request),
-                streamDir == null ? null : streamDir.toString(), outputUri));
+                streamDir == null ? null : streamDir.toString(), outputUri, remoteDir,
+                files == null ? null : new KeyedReads(files, CheckpointSurgeon.progressListener())));
     }
 
     /** A source for metadata bytes without mirrors. */

@@ -41,9 +41,12 @@ final class NativeBridge {
      * of {@link Commit}: new state files and the new metadata ({@code _metadata.tmp-<uuid>}) in
      * {@code streamDir}, each created exclusively and checked; absolute handles of new files name
      * {@code <outputUri>/<file>} when {@code outputUri} (a Flink path the caller uploads to) is set.
+     * With {@code remoteDir} and {@code reads}, {@code source} is the mirror of that remote
+     * checkpoint directory with its operator state only: every other stream (keyed state) is read
+     * through {@code reads} in ranges, never staged whole.
      */
-    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri)
-            throws CheckpointSurgeonException;
+    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, String remoteDir,
+            KeyedReads reads) throws CheckpointSurgeonException;
 
     /** The files the checkpoint's state lives in. */
     static native byte[] stateFiles(byte[] source) throws CheckpointSurgeonException;
