@@ -542,29 +542,9 @@ public class S3CheckpointTest {
     public void removeKeyedStateOfRocksDbOnS3FetchesNoSstData() throws Exception {
         long keys = 8192;
         TwoKeyed.WRITTEN.set(0);
-        // written on local disk, then uploaded and relocated (see keyedStateOfRocksDbOnS3IsReadInRanges)
-        Path local = work.resolve("rocks-keyed");
-        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
-                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
-        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
-        FlinkConf.inlineThreshold(c, "0");
-        FlinkConf.noRestarts(c);
-        Result r = MiniClusterJob.of("rocks-keyed", c, P, env -> twoKeyedJob(env, keys, true))
-                .readyWhen(() -> TwoKeyed.WRITTEN.get() >= keys)
-                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
-                .pollInterval(Duration.ofMillis(100))
-                .run();
-        assertNull(r.failureText(), r.failure());
-        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
-        String remoteJob = "s3://" + BUCKET + "/rocks-keyed/" + jobDir.getFileName();
-        try (Stream<Path> files = Files.walk(jobDir)) {
-            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
-                        io.checkpointsurgeon.ProgressListener.SILENT);
-            }
-        }
-        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
-        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+        String chk = rocksDbCheckpointInBucket("rocks-keyed", env -> twoKeyedJob(env, keys, true),
+                () -> TwoKeyed.WRITTEN.get() >= keys);
+        String remoteJob = io.checkpointsurgeon.flink.RemoteCheckpoint.parent(chk);
         long sstBytes = 0;
         for (io.checkpointsurgeon.KeyedReport.Operator o : CheckpointSurgeon.inspectKeyed(chk).operators()) {
             for (io.checkpointsurgeon.KeyedReport.State st : o.states()) sstBytes += st.total().storedBytes();
@@ -695,35 +675,13 @@ public class S3CheckpointTest {
     public void keyedStateOfRocksDbOnS3IsReadInRanges() throws Exception {
         long keys = 8192;
         RandomKeyed.WRITTEN.set(0);
-        // written on local disk, then uploaded by this thread and relocated into the bucket: a job
-        // that uploads leaves the S3 plugin's upload threads with its class loader for later jobs
-        Path local = work.resolve("keyed-ranges");
-        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
-                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
-        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
-        FlinkConf.inlineThreshold(c, "0");
-        FlinkConf.noRestarts(c);
-        Result r = MiniClusterJob.of("keyed-ranges", c, P, env -> io.checkpointsurgeon.fixtures.Shims.discard(
+        String chk = rocksDbCheckpointInBucket("keyed-ranges", env -> io.checkpointsurgeon.fixtures.Shims.discard(
                         env.fromSource(new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
                                 org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
                                 .uid("numbers").setParallelism(1)
                                 .keyBy(new io.checkpointsurgeon.fixtures.Functions.ModKey(keys))
-                                .map(new RandomKeyed(keys)).uid("random-keyed").name("random-keyed"), "sink"))
-                .readyWhen(() -> RandomKeyed.WRITTEN.get() >= keys)
-                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
-                .pollInterval(Duration.ofMillis(100))
-                .run();
-        assertNull(r.failureText(), r.failure());
-        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
-        String remoteJob = "s3://" + BUCKET + "/keyed-ranges/" + jobDir.getFileName();
-        try (Stream<Path> files = Files.walk(jobDir)) {
-            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
-                        io.checkpointsurgeon.ProgressListener.SILENT);
-            }
-        }
-        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
-        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+                                .map(new RandomKeyed(keys)).uid("random-keyed").name("random-keyed"), "sink"),
+                () -> RandomKeyed.WRITTEN.get() >= keys);
         io.checkpointsurgeon.KeyedReport direct = CheckpointSurgeon.inspectKeyed(chk);
         io.checkpointsurgeon.KeyedReport.State payload = keyedState(direct, "payload");
         assertEquals("each key written once, RocksDB's entries are the keys", keys, payload.total().entries());
@@ -760,6 +718,38 @@ public class S3CheckpointTest {
             assertTrue(figures + "; at most " + bound, fetched <= bound);
             assertTrue(figures, fetched * 10 < sstBytes);
         }
+    }
+
+    /**
+     * The last retained incremental RocksDB checkpoint of {@code topology}, run until {@code ready}:
+     * written on local disk, then uploaded by this thread and relocated into the bucket (a job that
+     * uploads leaves the S3 plugin's upload threads with its class loader for later jobs).
+     */
+    private static String rocksDbCheckpointInBucket(String name, Consumer<StreamExecutionEnvironment> topology,
+            BooleanSupplier ready) throws Exception {
+        Path local = work.resolve(name);
+        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
+                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
+        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
+        FlinkConf.inlineThreshold(c, "0");
+        FlinkConf.noRestarts(c);
+        Result r = MiniClusterJob.of(name, c, P, topology)
+                .readyWhen(ready)
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .pollInterval(Duration.ofMillis(100))
+                .run();
+        assertNull(r.failureText(), r.failure());
+        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
+        String remoteJob = "s3://" + BUCKET + "/" + name + "/" + jobDir.getFileName();
+        try (Stream<Path> files = Files.walk(jobDir)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
+                        io.checkpointsurgeon.ProgressListener.SILENT);
+            }
+        }
+        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
+        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+        return chk;
     }
 
     /** The bytes of every object under {@code dir}. */
