@@ -6,6 +6,7 @@
 
 use crate::codec::metadata;
 use crate::commit::keyed::{read_keyed_from, KeyedProgress};
+use crate::commit::read::Remote;
 use crate::commit::remote::{RemoteCheckpoint, RemoteFiles};
 use crate::commit::{self, Checkpoint};
 use crate::error::{Code, Error};
@@ -158,13 +159,15 @@ fn with_checkpoint<T>(
     source: &JByteArray<'_>,
     f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
 ) -> Result<T> {
-    with_checkpoint_then(env, source, f, drop)
+    with_checkpoint_then(env, source, None, f, drop)
 }
 
-/// [`with_checkpoint`], handing the checkpoint to `then` when done instead of dropping it here.
+/// [`with_checkpoint`], handing the checkpoint to `then` when done instead of dropping it here;
+/// with `remote`, the streams its mirror does not hold are read remotely.
 fn with_checkpoint_then<T>(
     env: &Env<'_>,
     source: &JByteArray<'_>,
+    remote: Option<Remote>,
     f: impl FnOnce(&Checkpoint) -> crate::Result<T>,
     then: impl FnOnce(Checkpoint),
 ) -> Result<T> {
@@ -184,6 +187,7 @@ fn with_checkpoint_then<T>(
             cp
         }
     };
+    let cp = Checkpoint { remote, ..cp };
     let out = f(&cp)?;
     commit::mapguard::check()?;
     then(cp);
@@ -203,6 +207,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspect<'
             let report = with_checkpoint_then(
                 env,
                 &source,
+                None,
                 |cp| Ok(inspect::inspect(cp).encode()),
                 |cp| drop(std::thread::spawn(move || drop(cp))),
             )?;
@@ -413,11 +418,13 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_rewriteKe
         .resolve::<ThrowSurgeonException>()
 }
 
-/// `byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, Object
-/// rewriter)`: the surgery plan. With a `streamDir`, also the stage step of the commit
-/// (`commit::stage`): the new state files and the new `_metadata` under fresh names there;
-/// absolute handles of new files name `<outputUri>/<file>` when the caller uploads them there (a
-/// Flink path). A `rewriter` (may be null) rewrites the keyed streams on a Flink cluster.
+/// `byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, String
+/// remoteDir, KeyedReads reads, Object rewriter)`: the surgery plan. With a `streamDir`, also the
+/// stage step of the commit (`commit::stage`): the new state files and the new `_metadata` under
+/// fresh names there; absolute handles of new files name `<outputUri>/<file>` when the caller
+/// uploads them there (a Flink path). With `remoteDir` and `reads` (a checkpoint on a Flink path
+/// whose mirror holds its operator state only), every other stream is read through `reads` in
+/// ranges. A `rewriter` (may be null) rewrites the keyed streams on a Flink cluster.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
     mut unowned: EnvUnowned<'l>,
@@ -426,6 +433,8 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
     request: JByteArray<'l>,
     stream_dir: JString<'l>,
     output_uri: JString<'l>,
+    remote_dir: JString<'l>,
+    reads: JObject<'l>,
     rewriter: JObject<'l>,
 ) -> JByteArray<'l> {
     unowned
@@ -441,22 +450,38 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
                     obj: env.new_global_ref(rewriter)?,
                 })
             };
-            let plan = with_checkpoint(env, &source, |cp| {
-                let plan = surgery::plan(cp, &req, &mut commit::random_file_name)?;
-                let staged = match &stream_dir {
-                    Some(d) => Some(commit::stage_with(
-                        cp,
-                        &plan,
-                        Path::new(d),
-                        output_uri.as_deref(),
-                        rewriter
-                            .as_ref()
-                            .map(|r| r as &dyn commit::work::KeyedRewriter),
-                    )?),
-                    None => None,
-                };
-                Ok(PlanSummary::of(cp, &plan, staged.as_ref()).encode())
-            })?;
+            let remote = match (string_arg(env, &remote_dir)?, reads.is_null()) {
+                (Some(dir), false) => Some(Remote {
+                    files: std::sync::Arc::new(JavaReads {
+                        vm: env.get_java_vm()?,
+                        obj: env.new_global_ref(reads)?,
+                    }),
+                    dir,
+                }),
+                _ => None,
+            };
+            let plan = with_checkpoint_then(
+                env,
+                &source,
+                remote,
+                |cp| {
+                    let plan = surgery::plan(cp, &req, &mut commit::random_file_name)?;
+                    let staged = match &stream_dir {
+                        Some(d) => Some(commit::stage_with(
+                            cp,
+                            &plan,
+                            Path::new(d),
+                            output_uri.as_deref(),
+                            rewriter
+                                .as_ref()
+                                .map(|r| r as &dyn commit::work::KeyedRewriter),
+                        )?),
+                        None => None,
+                    };
+                    Ok(PlanSummary::of(cp, &plan, staged.as_ref()).encode())
+                },
+                drop,
+            )?;
             Ok(env.byte_array_from_slice(&plan)?)
         })
         .resolve::<ThrowSurgeonException>()

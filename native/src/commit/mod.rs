@@ -24,6 +24,7 @@ use crate::codec::handles::checked_relative;
 use crate::codec::handles::{KeyGroups, KeyedHandle, Offsets, StreamHandle};
 use crate::codec::io::JStr;
 use crate::codec::keyed::rewrite;
+use crate::codec::keyed::RangeSource;
 use crate::codec::metadata::{CheckpointMetadata, SubtaskEntry, Subtasks};
 use crate::codec::opstate;
 use crate::codec::StreamSource;
@@ -185,6 +186,7 @@ fn stage_into(
     let mut check = Checkpoint {
         dir: stream_dir.to_path_buf(),
         mirrors: cp.mirrors.clone(),
+        remote: cp.remote.clone(),
         ..written
     };
     if let Some(u) = out_uri {
@@ -390,6 +392,23 @@ impl StreamSource for Staging<'_> {
         0
     }
     fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
+        match self.new_file(h) {
+            Some(n) => read::map_file(&self.dir.join(checked_relative(&n)?)),
+            None => self.cp.stream_bytes(h),
+        }
+    }
+    /// The checkpoint's own streams as it opens them: an SST file of a remote one in ranges.
+    fn open_stream(&self, h: &StreamHandle) -> Result<Box<dyn RangeSource + '_>> {
+        match self.new_file(h) {
+            Some(_) => Ok(Box::new(self.stream_bytes(h)?)),
+            None => self.cp.open_stream(h),
+        }
+    }
+}
+
+impl Staging<'_> {
+    /// The name of the new file this run wrote that `h` names, if it names one.
+    fn new_file(&self, h: &StreamHandle) -> Option<String> {
         let new = match h {
             StreamHandle::RelativeFile { path, .. } => Some(path.to_string()),
             StreamHandle::File { path, .. } => {
@@ -397,10 +416,7 @@ impl StreamSource for Staging<'_> {
             }
             _ => None,
         };
-        match new.filter(|n| self.new_files.contains(n)) {
-            Some(n) => read::map_file(&self.dir.join(checked_relative(&n)?)),
-            None => self.cp.stream_bytes(h),
-        }
+        new.filter(|n| self.new_files.contains(n))
     }
 }
 

@@ -3,10 +3,13 @@
 
 use crate::codec::handles::{checked_relative, StreamHandle};
 use crate::codec::keyed::RangeSource;
+use crate::codec::keyed::MAX_WINDOW;
 use crate::codec::metadata::{self, CheckpointMetadata};
+use crate::commit::remote::{RemoteFiles, RemoteStream};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub const METADATA_FILE_NAME: &str = "_metadata";
 
@@ -160,7 +163,21 @@ pub struct Checkpoint {
     /// path starts with a prefix (a Flink path ending in `/`, e.g. `s3://bucket/chk/job/`) is read
     /// from the local directory joined with the rest of the path (see [`Checkpoint::with_mirrors`]).
     pub mirrors: Vec<(String, PathBuf)>,
+    /// A checkpoint on a Flink path whose mirror holds its operator state only: every other
+    /// stream is read from the remote file in ranges ([`Remote`]), never staged whole.
+    pub remote: Option<Remote>,
 }
+
+/// The remote reads of a mirrored checkpoint: `dir` is the remote checkpoint directory (relative
+/// handles), an absolute handle below a mirror's prefix is read at its own path.
+#[derive(Clone)]
+pub struct Remote {
+    pub files: Arc<dyn RemoteFiles + Send + Sync>,
+    pub dir: String,
+}
+
+/// A byte range of a remote file, read through [`RemoteFiles`].
+type RemoteRange = RemoteStream<Arc<dyn RemoteFiles + Send + Sync>>;
 
 fn default_roots(dir: &Path) -> Vec<PathBuf> {
     if dir.as_os_str().is_empty() {
@@ -198,6 +215,7 @@ impl Checkpoint {
             bytes,
             metadata,
             mirrors: Vec::new(),
+            remote: None,
         })
     }
 
@@ -212,6 +230,7 @@ impl Checkpoint {
             bytes,
             metadata,
             mirrors: Vec::new(),
+            remote: None,
         })
     }
 
@@ -298,25 +317,85 @@ impl Checkpoint {
         })
     }
 
-    /// The bytes of a state stream: inline data, a mapped file, or a file segment.
+    /// The bytes of a state stream: inline data, a mapped file, or a file segment (a remote
+    /// stream read whole, of at most [`MAX_WINDOW`] bytes).
     pub fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
         match self.place(h)? {
             Place::File(path, start, len) => map_range(&path, start, len),
             Place::Inline(data) => Ok(data),
+            Place::Remote(r) => {
+                if r.len > MAX_WINDOW as u64 {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: a state stream of {} bytes read whole (at most {} MiB)",
+                        r.path,
+                        r.len,
+                        MAX_WINDOW >> 20
+                    )));
+                }
+                let mut v = vec![0u8; r.len as usize];
+                r.read_at(0, &mut v)?;
+                Ok(Bytes::from(v))
+            }
         }
     }
 
     /// The bytes of a state stream as a [`RangeSource`]: inline data as it is, a file or a file
-    /// segment read with `pread` (the same path rules as [`Checkpoint::stream_bytes`]).
+    /// segment read with `pread` (the same path rules as [`Checkpoint::stream_bytes`]), a remote
+    /// one in ranges.
     pub fn stream_range(&self, h: &StreamHandle) -> Result<Box<dyn RangeSource>> {
         Ok(match self.place(h)? {
             Place::File(path, start, len) => Box::new(FileRange::open(&path, start, len)?),
             Place::Inline(data) => Box::new(data),
+            Place::Remote(r) => Box::new(r),
         })
+    }
+
+    /// A stream of a remote checkpoint that its mirror does not hold, to be read remotely.
+    fn remote_place(&self, h: &StreamHandle) -> Result<Option<RemoteRange>> {
+        let Some(remote) = &self.remote else {
+            return Ok(None);
+        };
+        let size = |n: i64| {
+            u64::try_from(n)
+                .map_err(|_| Error::InvalidArgument(format!("a state handle of size {n}")))
+        };
+        let (path, start, len) = match h {
+            StreamHandle::RelativeFile { path, size: n } => {
+                let name = checked_relative(&path.to_string())?.to_string();
+                (
+                    format!("{}/{name}", remote.dir.trim_end_matches('/')),
+                    0,
+                    size(*n)?,
+                )
+            }
+            StreamHandle::File { path, size: n } => (path.to_string(), 0, size(*n)?),
+            StreamHandle::Segment {
+                path,
+                start,
+                size: n,
+                ..
+            } => (path.to_string(), size(*start)?, size(*n)?),
+            _ => return Ok(None),
+        };
+        if !matches!(h, StreamHandle::RelativeFile { .. }) && self.mirrored(&path)?.is_none() {
+            return Ok(None);
+        }
+        match self.local_file(h)? {
+            Some(local) if !local.exists() => Ok(Some(RemoteRange {
+                files: remote.files.clone(),
+                path,
+                start,
+                len,
+            })),
+            _ => Ok(None),
+        }
     }
 
     /// Where a stream's bytes are.
     fn place(&self, h: &StreamHandle) -> Result<Place> {
+        if let Some(r) = self.remote_place(h)? {
+            return Ok(Place::Remote(r));
+        }
         Ok(match h {
             StreamHandle::ByteStream { data, .. } => Place::Inline(data.clone()),
             StreamHandle::EmptySegment => Place::Inline(Bytes::new()),
@@ -340,10 +419,12 @@ impl Checkpoint {
     }
 }
 
-/// Where a stream's bytes are: a local file's range (start, length or to its end), or inline.
+/// Where a stream's bytes are: a local file's range (start, length or to its end), inline, or a
+/// remote file's range.
 enum Place {
     File(PathBuf, u64, Option<u64>),
     Inline(Bytes),
+    Remote(RemoteRange),
 }
 
 /// Path rules hold for real paths, not only lexically: a state file that is (or lies in) a
@@ -397,5 +478,12 @@ impl crate::codec::StreamSource for Checkpoint {
     }
     fn stream_bytes(&self, h: &StreamHandle) -> Result<Bytes> {
         Checkpoint::stream_bytes(self, h)
+    }
+    /// A remote stream in ranges; a local one mapped, as [`Checkpoint::stream_bytes`].
+    fn open_stream(&self, h: &StreamHandle) -> Result<Box<dyn RangeSource + '_>> {
+        Ok(match self.remote_place(h)? {
+            Some(r) => Box::new(r),
+            None => Box::new(self.stream_bytes(h)?),
+        })
     }
 }

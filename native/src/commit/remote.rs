@@ -14,6 +14,7 @@ use crate::codec::metadata::{self, CheckpointMetadata};
 use crate::codec::StreamSource;
 use crate::error::{Error, Result};
 use bytes::Bytes;
+use std::ops::Deref;
 
 /// Ranged reads of remote files, by path.
 pub trait RemoteFiles: Sync {
@@ -106,15 +107,21 @@ impl<'a> RemoteCheckpoint<'a> {
     }
 }
 
-/// A byte range of a remote file.
-struct RemoteStream<'a> {
-    files: &'a dyn RemoteFiles,
-    path: String,
-    start: u64,
-    len: u64,
+/// A byte range of a remote file, read through `files` (borrowed, or shared with an `Arc`).
+pub struct RemoteStream<F: Deref + Send + Sync>
+where
+    F::Target: RemoteFiles,
+{
+    pub files: F,
+    pub path: String,
+    pub start: u64,
+    pub len: u64,
 }
 
-impl RangeSource for RemoteStream<'_> {
+impl<F: Deref + Send + Sync> RangeSource for RemoteStream<F>
+where
+    F::Target: RemoteFiles,
+{
     fn len(&self) -> u64 {
         self.len
     }
@@ -130,7 +137,10 @@ impl RangeSource for RemoteStream<'_> {
     }
 }
 
-impl Drop for RemoteStream<'_> {
+impl<F: Deref + Send + Sync> Drop for RemoteStream<F>
+where
+    F::Target: RemoteFiles,
+{
     fn drop(&mut self) {
         self.files.done(&self.path);
     }

@@ -262,8 +262,9 @@ fn edit_of(
                 return Ok(None);
             };
             let name = stream_name(d);
-            let stream = cp.stream_bytes(d).map_err(|e| e.in_file(&name))?;
-            key_groups_format(*code, handle, &stream)
+            // in ranges: only the meta info is read here (a remote stream is never fetched whole)
+            let stream = cp.open_stream(d).map_err(|e| e.in_file(&name))?;
+            key_groups_format(*code, handle, stream.as_ref())
                 .map_err(|e| e.in_file(&name))?
                 .0
         }
@@ -405,21 +406,26 @@ fn key_groups(e: &mut HandleEdit, code: u8, handle: &mut KeyGroups) -> Result<Sn
         .clone()
         .expect("a stream: edit_of checked it");
     let name = stream_name(&delegate);
-    let stream = cp.stream_bytes(&delegate).map_err(|e| e.in_file(&name))?;
-    let (_, format) = key_groups_format(code, handle, &stream).map_err(|e| e.in_file(&name))?;
-    let header = new_header(&stream[..meta.len], meta, edit).map_err(|e| e.in_file(&name))?;
+    let stream = cp.open_stream(&delegate).map_err(|e| e.in_file(&name))?;
+    let (_, format) =
+        key_groups_format(code, handle, stream.as_ref()).map_err(|e| e.in_file(&name))?;
+    // a copy: the mapping would show a change of the file
+    let mut source_header = vec![0u8; meta.len];
+    stream
+        .read_at(0, &mut source_header)
+        .map_err(|e| e.in_file(&name))?;
+    let header = new_header(&source_header, meta, edit).map_err(|e| e.in_file(&name))?;
     let stream_edit = StreamEdit {
         format,
         meta: meta.clone(),
-        // a copy: the mapping would show a change of the file
-        source_header: Bytes::copy_from_slice(&stream[..meta.len]),
+        source_header: Bytes::from(source_header),
         header,
         ids: new_ids(edit),
         first_key_group: handle.start_key_group,
         offsets: handle.offsets.clone(),
         prefix: at.prefix,
     };
-    e.change.bytes_read = stream.len() as u64;
+    e.change.bytes_read = stream.len();
     if e.change.handle_dropped {
         e.change.bytes_read = meta.len as u64;
         change_rows(
@@ -435,7 +441,7 @@ fn key_groups(e: &mut HandleEdit, code: u8, handle: &mut KeyGroups) -> Result<Sn
     if let StreamHandle::ByteStream { name: inline, .. } = &delegate {
         // inline: small (below the state backend's memory threshold), rewritten right away
         let mut data = Vec::new();
-        let done = rewrite::rewrite(&stream, &stream_edit, &mut data, &name)?;
+        let done = rewrite::rewrite(stream.as_ref(), &stream_edit, &mut data, &name)?;
         let new_kg = KeyGroups {
             offsets: done.offsets.clone(),
             delegate: None,
@@ -463,7 +469,7 @@ fn key_groups(e: &mut HandleEdit, code: u8, handle: &mut KeyGroups) -> Result<Sn
         });
         return Ok(format);
     }
-    let estimate = stream_edit.shifted_len(stream.len() as u64);
+    let estimate = stream_edit.shifted_len(stream.len());
     e.change.exact = stream_edit.header_only();
     e.change.bytes_written = estimate;
     if stream_edit.header_only() {
@@ -701,9 +707,9 @@ fn rocksdb(e: &mut HandleEdit, h: &mut KeyedHandle) -> Result<()> {
             }
             let fh = handle;
             let name = stream_name(fh);
-            let bytes = cp.stream_bytes(fh).map_err(|e| e.in_file(&name))?;
+            let stream = cp.open_stream(fh).map_err(|e| e.in_file(&name))?;
             let counting = Counting {
-                src: &bytes,
+                src: stream.as_ref(),
                 read: AtomicU64::new(0),
             };
             let props = sst::read(&counting)

@@ -95,8 +95,9 @@ final class Doctor {
         for (Path p : found) names.add(p.getFileName().toString());
         out.add(new CheckpointSurgeon.Finding(WARNING, "LEFTOVER_FILES", String.format(Locale.ROOT,
                 "%d file(s) in %s were left by a checkpoint-surgeon repair that was killed before its switch (or"
-                        + " belong to one running there now): %s; no _metadata of the directory references them,"
-                        + " so they are safe to delete", found.size(), dir, sample(names)),
+                        + " belong to one running there now): %s; no _metadata of the directory references them (a"
+                        + " _metadata.backup-* among them is the live _metadata under a second name), so they are safe to"
+                        + " delete", found.size(), dir, sample(names)),
                 new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.CLEAN_LEFTOVERS, null, null), List.of()));
     }
 

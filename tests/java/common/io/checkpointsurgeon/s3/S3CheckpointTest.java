@@ -415,6 +415,222 @@ public class S3CheckpointTest {
                 (System.nanoTime() - t1) / 1e9));
     }
 
+    /**
+     * Issue 28 on S3: remove-keyed-state on a canonical savepoint in the bucket into a new S3
+     * directory, by the CLI in its own JVM with Flink's loader as judge. Every object of the input
+     * hashes as before; the keyed reader finds {@code b} gone and every entry of {@code a} in the
+     * result, read through Flink's S3 file system; a job restores from it with every key's
+     * {@code a} exact and {@code b} empty. The CLI's local temporary directory is sampled during
+     * the run: the keyed streams are read from S3 in ranges, never mirrored, so it never holds
+     * more than the rewritten files (less than the savepoint: b is gone from them).
+     */
+    @Test
+    public void removeKeyedStateOnS3AndRestore() throws Exception {
+        long keys = 4096;
+        TwoKeyed.WRITTEN.set(0);
+        Result v1 = MiniClusterJob.of("keyed-v1", conf("keyed-v1", null, false, "hashmap"), P,
+                        env -> twoKeyedJob(env, keys, true))
+                .readyWhen(() -> TwoKeyed.WRITTEN.get() >= keys)
+                .checkpointsAfterReady(1)
+                .stopWithSavepoint()
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .run();
+        assertNull(v1.failureText(), v1.failure());
+        String sp = io.checkpointsurgeon.flink.RemoteCheckpoint.trimSlashes(v1.savepoint());
+        java.util.Map<String, String> before = objects(sp);
+        long spBytes = bytesUnder(sp);
+        String out = "s3://" + BUCKET + "/repaired/keyed";
+        Path tmp = Files.createTempDirectory(work, "cli-tmp");
+        long[] peak = {0};
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread sampler = new Thread(() -> {
+            while (running.get()) {
+                peak[0] = Math.max(peak[0], localBytes(tmp));
+                try {
+                    Thread.sleep(2);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+        sampler.start();
+        CliProcess.Result r;
+        try {
+            r = CliProcess.withFlink("remove-keyed-state", sp, "--state", "b", "--apply", "--output", out,
+                    "--flink-conf", confDir.toString(), "--plugins", pluginsDir.toString())
+                    .systemProperty("java.io.tmpdir", tmp).run();
+        } finally {
+            running.set(false);
+            sampler.join();
+        }
+        assertEquals(r.output, 0, r.exitCode);
+        assertTrue(r.output, r.output.contains("loaded by Flink"));
+        assertEquals("every object of the input as before", before, objects(sp));
+        assertEquals("the local mirror is gone", 0, localBytes(tmp));
+        io.checkpointsurgeon.KeyedReport k = CheckpointSurgeon.inspectKeyed(out);
+        assertEquals(1, k.operators().size());
+        assertNull("b is gone", k.operators().get(0).state("b"));
+        assertEquals("every entry of a", keys, k.operators().get(0).state("a").total().entries());
+        String figures = String.format(java.util.Locale.ROOT, "remove-keyed-state s3:// -> s3:// on a %,d-byte"
+                + " savepoint: %,d bytes at most in the CLI's temp directory", spBytes, peak[0]);
+        System.out.println(figures);
+        LOG.add(figures);
+        assertTrue("no keyed stream was staged whole: " + figures, peak[0] < spBytes);
+
+        restoreTwoKeyed("keyed-v2", out, "hashmap", keys);
+    }
+
+    /** A job restored from {@code from} reads every key's a exactly and finds b empty. */
+    private static void restoreTwoKeyed(String tag, String from, String backend, long keys) throws Exception {
+        TwoKeyed.CHECKED.clear();
+        TwoKeyed.WRONG.set(0);
+        Configuration c = conf(tag, from, false, backend);
+        FlinkConf.set(c, "1 h", "execution.checkpointing.interval");
+        FlinkConf.set(c, "false", "classloader.check-leaked-classloader");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(P, c);
+        twoKeyedJob(env, keys, false);
+        org.apache.flink.core.execution.JobClient client = env.executeAsync(tag);
+        try {
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(RUN_TIMEOUT_SECONDS);
+            while (TwoKeyed.CHECKED.size() < keys && TwoKeyed.WRONG.get() == 0 && System.nanoTime() < deadline
+                    && !client.getJobExecutionResult().isDone()) {
+                Thread.sleep(50);
+            }
+            if (client.getJobExecutionResult().isDone()) client.getJobExecutionResult().get();
+        } finally {
+            client.cancel().exceptionally(t -> null).get(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        assertEquals("keys whose a differs or whose b is not empty", 0, TwoKeyed.WRONG.get());
+        assertEquals("every key read back", keys, TwoKeyed.CHECKED.size());
+    }
+
+    /**
+     * remove-keyed-state on a RocksDB incremental checkpoint in the bucket, into a new S3 directory,
+     * by the CLI against a relay that counts every byte S3Proxy sends: the column family of
+     * {@code b} is dropped in each instance's MANIFEST without fetching SST data (the SST files'
+     * tails only, for their properties); every input object hashes as before, and a job restores
+     * from the result with RocksDB, every key's {@code a} exact and {@code b} empty.
+     */
+    @Test
+    public void removeKeyedStateOfRocksDbOnS3FetchesNoSstData() throws Exception {
+        long keys = 8192;
+        TwoKeyed.WRITTEN.set(0);
+        String chk = rocksDbCheckpointInBucket("rocks-keyed", env -> twoKeyedJob(env, keys, true),
+                () -> TwoKeyed.WRITTEN.get() >= keys);
+        String remoteJob = io.checkpointsurgeon.flink.RemoteCheckpoint.parent(chk);
+        long sstBytes = 0;
+        for (io.checkpointsurgeon.KeyedReport.Operator o : CheckpointSurgeon.inspectKeyed(chk).operators()) {
+            for (io.checkpointsurgeon.KeyedReport.State st : o.states()) sstBytes += st.total().storedBytes();
+        }
+        java.util.Map<String, String> before = objects(remoteJob);
+        String out = "s3://" + BUCKET + "/repaired/rocks-keyed";
+        try (io.checkpointsurgeon.testing.CountingRelay relay = io.checkpointsurgeon.testing.CountingRelay.to(s3proxy.port())) {
+            Path relayConf = writeConf(work.resolve("conf-relay-rocks"), relay.endpoint());
+            String text = runCli("remove-keyed-state", chk, "--state", "b", "--apply", "--output", out,
+                    "--flink-conf", relayConf.toString(), "--plugins", pluginsDir.toString());
+            assertTrue(text, text.contains("loaded by Flink"));
+            long fetched = relay.bytesFromServer();
+            String figures = String.format(java.util.Locale.ROOT, "remove-keyed-state of a RocksDB checkpoint on S3:"
+                    + " %,d bytes fetched for %,d bytes of SST files (%.2f %%)", fetched, sstBytes,
+                    100.0 * fetched / sstBytes);
+            System.out.println(figures);
+            LOG.add(figures);
+            assertTrue(figures, fetched * 4 < sstBytes);
+        }
+        assertEquals("every object of the input as before", before, objects(remoteJob));
+
+        restoreTwoKeyed("rocks-keyed-v2", out, "rocksdb", keys);
+    }
+
+    /** Bytes of the regular files under {@code dir} now (files vanish while it is walked). */
+    private static long localBytes(Path dir) {
+        long[] n = {0};
+        try {
+            Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<Path>() {
+                @Override
+                public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a) {
+                    if (a.isRegularFile()) n[0] += a.size();
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public java.nio.file.FileVisitResult visitFileFailed(Path f, IOException e) {
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            // a directory vanished
+        }
+        return n[0];
+    }
+
+    /** Relative path -> SHA-256 of every object under {@code dir}, read through Flink's file system. */
+    private static java.util.Map<String, String> objects(String dir) throws Exception {
+        java.util.Map<String, String> m = new TreeMap<>();
+        FileSystem fs = fs(dir);
+        List<org.apache.flink.core.fs.Path> todo = new ArrayList<>(List.of(new org.apache.flink.core.fs.Path(dir)));
+        while (!todo.isEmpty()) {
+            for (org.apache.flink.core.fs.FileStatus st : fs.listStatus(todo.remove(todo.size() - 1))) {
+                if (st.isDir()) {
+                    todo.add(st.getPath());
+                    continue;
+                }
+                byte[] d = java.security.MessageDigest.getInstance("SHA-256").digest(
+                        io.checkpointsurgeon.flink.FlinkFileSystems.readAll(st.getPath().toString()));
+                m.put(st.getPath().toString().substring(dir.length()), new java.math.BigInteger(1, d).toString(16));
+            }
+        }
+        return m;
+    }
+
+    /** numbers -> keyBy(n % keys) -> two-keyed (a 1 KiB {@code a} and a Long {@code b} per key) -> sink. */
+    private static void twoKeyedJob(StreamExecutionEnvironment env, long keys, boolean write) {
+        io.checkpointsurgeon.fixtures.Shims.discard(env.fromSource(
+                        new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
+                        org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
+                .uid("numbers").setParallelism(1)
+                .keyBy(new io.checkpointsurgeon.fixtures.Functions.ModKey(keys))
+                .map(new TwoKeyed(keys, write)).uid("two-keyed").name("two-keyed").setParallelism(P), "sink");
+    }
+
+    /** Writes a and b for each key, then slows down; or checks each key's a and that b is empty. */
+    static final class TwoKeyed extends org.apache.flink.api.common.functions.RichMapFunction<Long, Long> {
+        static final java.util.concurrent.atomic.AtomicLong WRITTEN = new java.util.concurrent.atomic.AtomicLong();
+        static final java.util.Set<Long> CHECKED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        static final java.util.concurrent.atomic.AtomicLong WRONG = new java.util.concurrent.atomic.AtomicLong();
+        private final long keys;
+        private final boolean write;
+        private transient org.apache.flink.api.common.state.ValueState<byte[]> a;
+        private transient org.apache.flink.api.common.state.ValueState<Long> b;
+
+        TwoKeyed(long keys, boolean write) {
+            this.keys = keys;
+            this.write = write;
+        }
+
+        @Override
+        public Long map(Long n) throws Exception {
+            if (a == null) {
+                a = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>("a",
+                        org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+                b = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>("b",
+                        org.apache.flink.api.common.typeinfo.Types.LONG));
+            }
+            long key = n % keys;
+            if (!write) {
+                if (java.util.Arrays.equals(BigKeyed.payload(key), a.value()) && b.value() == null) CHECKED.add(key);
+                else WRONG.incrementAndGet();
+            } else if (n < keys) {
+                a.update(BigKeyed.payload(key));
+                b.update(n);
+                WRITTEN.incrementAndGet();
+            } else {
+                Thread.sleep(1);
+            }
+            return n;
+        }
+    }
+
     /** The keyed state {@code name} of the one operator that has it. */
     private static io.checkpointsurgeon.KeyedReport.State keyedState(io.checkpointsurgeon.KeyedReport r, String name) {
         for (io.checkpointsurgeon.KeyedReport.Operator o : r.operators()) {
@@ -432,35 +648,13 @@ public class S3CheckpointTest {
     public void keyedStateOfRocksDbOnS3IsReadInRanges() throws Exception {
         long keys = 8192;
         RandomKeyed.WRITTEN.set(0);
-        // written on local disk, then uploaded by this thread and relocated into the bucket: a job
-        // that uploads leaves the S3 plugin's upload threads with its class loader for later jobs
-        Path local = work.resolve("keyed-ranges");
-        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
-                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
-        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
-        FlinkConf.inlineThreshold(c, "0");
-        FlinkConf.noRestarts(c);
-        Result r = MiniClusterJob.of("keyed-ranges", c, P, env -> io.checkpointsurgeon.fixtures.Shims.discard(
+        String chk = rocksDbCheckpointInBucket("keyed-ranges", env -> io.checkpointsurgeon.fixtures.Shims.discard(
                         env.fromSource(new org.apache.flink.api.connector.source.lib.NumberSequenceSource(0, Long.MAX_VALUE - 1),
                                 org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "numbers")
                                 .uid("numbers").setParallelism(1)
                                 .keyBy(new io.checkpointsurgeon.fixtures.Functions.ModKey(keys))
-                                .map(new RandomKeyed(keys)).uid("random-keyed").name("random-keyed"), "sink"))
-                .readyWhen(() -> RandomKeyed.WRITTEN.get() >= keys)
-                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
-                .pollInterval(Duration.ofMillis(100))
-                .run();
-        assertNull(r.failureText(), r.failure());
-        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
-        String remoteJob = "s3://" + BUCKET + "/keyed-ranges/" + jobDir.getFileName();
-        try (Stream<Path> files = Files.walk(jobDir)) {
-            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
-                        io.checkpointsurgeon.ProgressListener.SILENT);
-            }
-        }
-        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
-        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+                                .map(new RandomKeyed(keys)).uid("random-keyed").name("random-keyed"), "sink"),
+                () -> RandomKeyed.WRITTEN.get() >= keys);
         io.checkpointsurgeon.KeyedReport direct = CheckpointSurgeon.inspectKeyed(chk);
         io.checkpointsurgeon.KeyedReport.State payload = keyedState(direct, "payload");
         assertEquals("each key written once, RocksDB's entries are the keys", keys, payload.total().entries());
@@ -497,6 +691,38 @@ public class S3CheckpointTest {
             assertTrue(figures + "; at most " + bound, fetched <= bound);
             assertTrue(figures, fetched * 10 < sstBytes);
         }
+    }
+
+    /**
+     * The last retained incremental RocksDB checkpoint of {@code topology}, run until {@code ready}:
+     * written on local disk, then uploaded by this thread and relocated into the bucket (a job that
+     * uploads leaves the S3 plugin's upload threads with its class loader for later jobs).
+     */
+    private static String rocksDbCheckpointInBucket(String name, Consumer<StreamExecutionEnvironment> topology,
+            BooleanSupplier ready) throws Exception {
+        Path local = work.resolve(name);
+        Configuration c = FlinkConf.checkpointing("rocksdb", local.resolve("checkpoints").toUri().toString(),
+                local.resolve("savepoints").toUri().toString(), "300 ms", 1);
+        FlinkConf.set(c, "true", "state.backend.incremental", "execution.checkpointing.incremental");
+        FlinkConf.inlineThreshold(c, "0");
+        FlinkConf.noRestarts(c);
+        Result r = MiniClusterJob.of(name, c, P, topology)
+                .readyWhen(ready)
+                .timeout(Duration.ofSeconds(RUN_TIMEOUT_SECONDS))
+                .pollInterval(Duration.ofMillis(100))
+                .run();
+        assertNull(r.failureText(), r.failure());
+        Path jobDir = io.checkpointsurgeon.testing.TestFiles.localPath(r.jobDir());
+        String remoteJob = "s3://" + BUCKET + "/" + name + "/" + jobDir.getFileName();
+        try (Stream<Path> files = Files.walk(jobDir)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                io.checkpointsurgeon.flink.FlinkFileSystems.upload(f, remoteJob + "/" + jobDir.relativize(f), false,
+                        io.checkpointsurgeon.ProgressListener.SILENT);
+            }
+        }
+        String chk = remoteJob + "/" + r.checkpointPath().getFileName();
+        CheckpointSurgeon.applyInPlace(chk, Surgery.relocate(jobDir.toString(), remoteJob));
+        return chk;
     }
 
     /** The bytes of every object under {@code dir}. */

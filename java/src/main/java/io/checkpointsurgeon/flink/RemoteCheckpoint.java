@@ -31,7 +31,8 @@ import java.util.stream.Stream;
  * code reads: the streams of operator state handles (relative files next to {@code _metadata},
  * absolute file handles below the job directory, and the byte ranges of file-merging segments,
  * into sparse local files at the same offsets). Keyed, channel and other state is never
- * downloaded: inspect reports its sizes from {@code _metadata}, and surgery never rewrites it.
+ * downloaded: inspect reports its sizes from {@code _metadata}, and a keyed surgery reads it in
+ * ranges through {@link RangedReads}.
  *
  * <p>The mirror keeps the remote layout below the job directory (the parent of the checkpoint
  * directory, which holds {@code chk-N/}, {@code shared/}, {@code taskowned/}), and the native

@@ -23,7 +23,9 @@ import java.util.stream.Stream;
  * {@code _metadata} nor a {@code _metadata.backup-*} references. The staged file is written
  * before the state files it names, so each state file a killed stage wrote has one. A file of ours
  * that only an HA file or another checkpoint references (an {@code ha repair}, a
- * {@code --reference-unchanged} output) is never a leftover.
+ * {@code --reference-unchanged} output) is never a leftover. Nor is a backup, unless it is
+ * {@code _metadata.backup-*} as a second name (hard link) of the live {@code _metadata} itself:
+ * what a run killed between its backup and its switch leaves, whose removal loses no byte.
  */
 public final class Leftovers {
     /** A staged {@code _metadata}: the native stage's name, or the Flink-path unit's (a version 4 UUID). */
@@ -50,6 +52,8 @@ public final class Leftovers {
             throw Commit.io("listing " + dir, e);
         }
         List<Path> out = new ArrayList<>(staged);
+        out.addAll(killedBackups(dir, metadata));
+        out.sort(null);
         if (staged.isEmpty() || ours.isEmpty()) return out;
         Set<String> named = new HashSet<>();
         for (Path p : staged) {
@@ -73,6 +77,23 @@ public final class Leftovers {
             if (named.contains(name) && !live.contains(name)) out.add(p);
         }
         out.sort(null);
+        return out;
+    }
+
+    /** The backups among {@code metadata} that are the live {@code _metadata} under a second name. */
+    private static List<Path> killedBackups(Path dir, List<Path> metadata) throws CheckpointSurgeonException {
+        Path live = dir.resolve("_metadata");
+        List<Path> out = new ArrayList<>();
+        try {
+            for (Path p : metadata) {
+                if (p.getFileName().toString().startsWith("_metadata.backup-") && Files.exists(live, LinkOption.NOFOLLOW_LINKS)
+                        && Files.isSameFile(p, live)) {
+                    out.add(p);
+                }
+            }
+        } catch (IOException e) {
+            throw Commit.io("comparing the backups of " + dir + " with its _metadata", e);
+        }
         return out;
     }
 

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.internal;
 
+import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
@@ -100,15 +101,31 @@ public final class Native {
     /** The plan; with a {@code streamDir}, also the stage step of {@link Commit} (see {@link NativeBridge#plan}). */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri)
             throws CheckpointSurgeonException {
-        return plan(source, request, streamDir, outputUri, null);
+        return plan(source, request, streamDir, outputUri, null, null, null);
     }
 
     /** {@link #plan(byte[], Request, Path, String)}, the keyed streams rewritten by {@code rewriter} when it is set. */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, KeyedRewriteJob rewriter)
             throws CheckpointSurgeonException {
+        return plan(source, request, streamDir, outputUri, null, null, rewriter);
+    }
+
+    /**
+     * {@link #plan(byte[], Request, Path, String)} of the mirror of the remote checkpoint directory
+     * {@code remoteDir}: the streams the mirror does not hold (keyed state) are read through
+     * {@code files} in ranges.
+     */
+    static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, String remoteDir,
+            RangedReads files) throws CheckpointSurgeonException {
+        return plan(source, request, streamDir, outputUri, remoteDir, files, null);
+    }
+
+    private static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, String remoteDir,
+            RangedReads files, KeyedRewriteJob rewriter) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.plan(NativeBridge.plan(source, Wire.request(request),
-                streamDir == null ? null : streamDir.toString(), outputUri, rewriter));
+                streamDir == null ? null : streamDir.toString(), outputUri, remoteDir,
+                files == null ? null : new KeyedReads(files, CheckpointSurgeon.progressListener()), rewriter));
     }
 
     /**

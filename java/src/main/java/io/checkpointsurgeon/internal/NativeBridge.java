@@ -41,11 +41,14 @@ final class NativeBridge {
      * of {@link Commit}: new state files and the new metadata ({@code _metadata.tmp-<uuid>}) in
      * {@code streamDir}, each created exclusively and checked; absolute handles of new files name
      * {@code <outputUri>/<file>} when {@code outputUri} (a Flink path the caller uploads to) is set.
-     * A {@code rewriter} (may be null; {@code io.checkpointsurgeon.flink.KeyedRewriteJob}) rewrites
-     * the keyed streams on a Flink cluster instead of this process's threads.
+     * With {@code remoteDir} and {@code reads}, {@code source} is the mirror of that remote
+     * checkpoint directory with its operator state only: every other stream (keyed state) is read
+     * through {@code reads} in ranges, never staged whole. A {@code rewriter} (may be null;
+     * {@code io.checkpointsurgeon.flink.KeyedRewriteJob}) rewrites the keyed streams on a Flink
+     * cluster instead of this process's threads.
      */
-    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, Object rewriter)
-            throws CheckpointSurgeonException;
+    static native byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, String remoteDir,
+            KeyedReads reads, Object rewriter) throws CheckpointSurgeonException;
 
     /** A Flink task's part of a keyed stage on a cluster: one keyed work item rewritten; its result. */
     static native byte[] rewriteKeyedWork(byte[] item) throws CheckpointSurgeonException;

@@ -8,6 +8,7 @@ import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
+import io.checkpointsurgeon.flink.RangedReads;
 import io.checkpointsurgeon.flink.RemoteCheckpoint;
 import io.checkpointsurgeon.flink.StateFile;
 import java.io.IOException;
@@ -20,7 +21,9 @@ import java.util.Locale;
 /**
  * Surgery on a checkpoint on a Flink file system: the remote checkpoint is staged in a local mirror
  * ({@link RemoteCheckpoint}), the native library works on the mirror, and the commit unit uploads
- * what it wrote.
+ * what it wrote. Keyed state is not mirrored: a keyed surgery reads it in ranges through Flink's
+ * FileSystem (a canonical stream front to back, an SST file's properties), so the local disk holds
+ * only the rewritten files until they are uploaded.
  */
 final class RemoteRepair {
     private RemoteRepair() {}
@@ -50,9 +53,10 @@ final class RemoteRepair {
     }
 
     static SurgeryPlan plan(String path, Surgery surgery) throws CheckpointSurgeonException {
-        try (RemoteCheckpoint rc = stage(path)) {
+        try (RemoteCheckpoint rc = stage(path); RangedReads files = new RangedReads()) {
             Request r = Request.of(surgery);
-            return Native.plan(source(rc), surgery.referencesUnchangedFiles() ? r.referencing(rc.dir) : r);
+            return Native.plan(source(rc), surgery.referencesUnchangedFiles() ? r.referencing(rc.dir) : r, null, null,
+                    rc.dir, files).plan;
         }
     }
 
@@ -165,7 +169,11 @@ final class RemoteRepair {
                 liveLength = FlinkFileSystems.length(rc.metadataPath);
                 Path streamDir = Files.createDirectory(rc.mirrorRoot.resolve("new"));
                 Commit.refuseReferencesInPlace(request, inPlace);
-                staged = Native.plan(source(rc), inPlace ? request : forOutput(rc, request), streamDir, target);
+                // keyed state is read in ranges, from the source to the rewritten files; only those are local
+                try (RangedReads files = new RangedReads()) {
+                    staged = Native.plan(source(rc), inPlace ? request : forOutput(rc, request), streamDir, target,
+                            rc.dir, files);
+                }
                 newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
             } catch (IOException e) {
                 throw RemoteCheckpoint.io(path, e);

@@ -104,7 +104,7 @@ public class WireTest {
         InspectReport r = Wire.report(report);
         assertTrue(r.operators().size() > 1);
         byte[] plan = NativeBridge.plan(source, Wire.request(Request.of(Surgery.removeState(Surgery.OperatorSelector.all(),
-                "topic-partition-offset-states"))), null, null, null);
+                "topic-partition-offset-states"))), null, null, null, null, null);
         assertArrayEquals(plan, NativeBridge.wireEcho(plan));
         Staged p = Wire.plan(plan);
         assertEquals(r.operators().size(), p.operators);
