@@ -107,6 +107,49 @@ fn a_model_far_larger_than_the_input_is_refused() {
     );
 }
 
+/// A helper thread that reads a mapping of a file cut meanwhile (inspect reads streams on up to
+/// four threads) records the fault on itself; handed over, it fails the calling thread's check.
+#[test]
+fn a_fault_on_a_helper_thread_is_reported_by_the_caller() {
+    use checkpoint_surgeon::commit::mapguard;
+    let dir = std::env::temp_dir().join(format!(
+        "cs-sigbus-helper-{}",
+        checkpoint_surgeon::commit::random_file_name()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state");
+    std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+    mapguard::reset();
+    let bytes = checkpoint_surgeon::commit::read::map_file(&path).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let fault = std::thread::scope(|s| {
+        s.spawn(|| {
+            let sum: u64 = bytes.iter().map(|b| *b as u64).sum();
+            assert!(
+                sum < 7 * (1 << 20),
+                "the pages past the new end read as zeros"
+            );
+            mapguard::take()
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(mapguard::check().is_ok(), "nothing faulted on this thread");
+    mapguard::adopt(fault);
+    let e = mapguard::check().unwrap_err().to_string();
+    assert!(
+        e.contains("shrank while it was read") && e.contains("state"),
+        "{e}"
+    );
+    drop(bytes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
     let dir = std::env::temp_dir().join(format!(
