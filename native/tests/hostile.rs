@@ -107,33 +107,47 @@ fn a_model_far_larger_than_the_input_is_refused() {
     );
 }
 
-/// A helper thread that reads a mapping of a file cut meanwhile (inspect reads streams on up to
-/// four threads) records the fault on itself; handed over, it fails the calling thread's check.
-#[test]
-fn a_fault_on_a_helper_thread_is_reported_by_the_caller() {
-    use checkpoint_surgeon::commit::mapguard;
+/// A file of 1 MiB of sevens, mapped, then cut to 4 KiB by "another process" (here: this one):
+/// its directory and the mapping, whose pages past the new end fault when read.
+fn mapped_then_cut(name: &str) -> (std::path::PathBuf, bytes::Bytes) {
     let dir = std::env::temp_dir().join(format!(
-        "cs-sigbus-helper-{}",
+        "{name}-{}",
         checkpoint_surgeon::commit::random_file_name()
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("state");
     std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
-    mapguard::reset();
+    checkpoint_surgeon::commit::mapguard::reset();
     let bytes = checkpoint_surgeon::commit::read::map_file(&path).unwrap();
+    assert_eq!(bytes[0], 7);
     std::fs::OpenOptions::new()
         .write(true)
         .open(&path)
         .unwrap()
         .set_len(4096)
         .unwrap();
+    (dir, bytes)
+}
+
+/// Reads every byte of a mapping cut by [`mapped_then_cut`]: the pages past the new end read as
+/// zeros (the guard maps them), so the sum falls short.
+fn read_all_of_cut(bytes: &[u8]) {
+    let sum: u64 = bytes.iter().map(|b| *b as u64).sum();
+    assert!(
+        sum < 7 * (1 << 20),
+        "the pages past the new end read as zeros"
+    );
+}
+
+/// A helper thread that reads a mapping of a file cut meanwhile (inspect reads streams on up to
+/// four threads) records the fault on itself; handed over, it fails the calling thread's check.
+#[test]
+fn a_fault_on_a_helper_thread_is_reported_by_the_caller() {
+    use checkpoint_surgeon::commit::mapguard;
+    let (dir, bytes) = mapped_then_cut("cs-sigbus-helper");
     let fault = std::thread::scope(|s| {
         s.spawn(|| {
-            let sum: u64 = bytes.iter().map(|b| *b as u64).sum();
-            assert!(
-                sum < 7 * (1 << 20),
-                "the pages past the new end read as zeros"
-            );
+            read_all_of_cut(&bytes);
             mapguard::take()
         })
         .join()
@@ -152,28 +166,8 @@ fn a_fault_on_a_helper_thread_is_reported_by_the_caller() {
 
 #[test]
 fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
-    let dir = std::env::temp_dir().join(format!(
-        "cs-sigbus-{}",
-        checkpoint_surgeon::commit::random_file_name()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("state");
-    std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
-    checkpoint_surgeon::commit::mapguard::reset();
-    let bytes = checkpoint_surgeon::commit::read::map_file(&path).unwrap();
-    assert_eq!(bytes[0], 7);
-    // another process (here: this one) cuts the file while it is mapped
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(4096)
-        .unwrap();
-    let sum: u64 = bytes.iter().map(|b| *b as u64).sum();
-    assert!(
-        sum < 7 * (1 << 20),
-        "the pages past the new end read as zeros"
-    );
+    let (dir, bytes) = mapped_then_cut("cs-sigbus");
+    read_all_of_cut(&bytes);
     let e = checkpoint_surgeon::commit::mapguard::check()
         .unwrap_err()
         .to_string();
