@@ -610,26 +610,44 @@ impl Seen {
                 part_end - start,
             );
             let bytes = &stream[start as usize..part_end as usize];
-            // compared outside the lock (a block can be megabytes); two threads that meet the
-            // same new block at once both count it
+            // compared outside the lock (a block can be megabytes); a new block is counted under
+            // it, after a look at what other threads added meanwhile, so that a thread meeting the
+            // same new block waits and takes its values instead of counting it again
             let lock = || seen.lock().unwrap_or_else(|p| p.into_inner());
+            let find = |cs: &[Arc<SeenState>]| {
+                cs.iter()
+                    .find(|c| c.matches(bytes, start, &part))
+                    .map(|c| c.values.clone())
+            };
             let candidates = lock().by_shape.get(&key).cloned().unwrap_or_default();
-            let values = match candidates.iter().find(|c| c.matches(bytes, start, &part)) {
-                Some(c) => c.values.clone(),
+            let values = match find(&candidates) {
+                Some(v) => v,
                 None => {
-                    let values =
-                        ElementValues::of(kafka[i], stream, Elements::Offsets(&part, part_end));
-                    lock()
+                    let mut held = lock();
+                    let added = held
                         .by_shape
-                        .entry(key)
-                        .or_default()
-                        .push(Arc::new(SeenState {
-                            block: stream.slice(start as usize..part_end as usize),
-                            start,
-                            offsets: part,
-                            values: values.clone(),
-                        }));
-                    values
+                        .get(&key)
+                        .map_or(&[][..], |c| &c[candidates.len()..]);
+                    match find(added) {
+                        Some(v) => v,
+                        None => {
+                            let values = ElementValues::of(
+                                kafka[i],
+                                stream,
+                                Elements::Offsets(&part, part_end),
+                            );
+                            held.by_shape
+                                .entry(key)
+                                .or_default()
+                                .push(Arc::new(SeenState {
+                                    block: stream.slice(start as usize..part_end as usize),
+                                    start,
+                                    offsets: part.clone(),
+                                    values: values.clone(),
+                                }));
+                            values
+                        }
+                    }
                 }
             };
             out.push(values.times(copies));
