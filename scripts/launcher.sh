@@ -3,7 +3,10 @@
 # (@JVM_OPTS@ and @CLASSPATH@ are filled in). It runs the CLI on the java of JAVA_HOME, else of the
 # PATH, with:
 # - the class-data archive in lib/cds, when the same JVM build made it (CHECKPOINT_SURGEON_CDS=<class
-#   list> makes it; cdsArchive does at install time);
+#   list> makes it; cdsArchive does at install time), mapped at the address it was dumped for when that
+#   JVM takes the flag (lib/cds/opts): Java 17 relocates it to a random address by default, ~8 ms of
+#   CPU per run. The archive holds class metadata, no code; the JVM still relocates it if the address
+#   is taken;
 # - the native library from lib/native/<platform>/ instead of extracting it from the jar;
 # - JAVA_OPTS and CHECKPOINT_SURGEON_OPTS, split at blanks.
 # Only shell builtins on the common path, apart from java and one readlink: Gradle's own start script
@@ -56,6 +59,11 @@ if [ -n "${CHECKPOINT_SURGEON_CDS:-}" ]; then
     mkdir -p "$CDS_DIR" && "$JAVACMD" -Xshare:dump -XX:SharedClassListFile="$CHECKPOINT_SURGEON_CDS" \
         -XX:SharedArchiveFile="$CDS_DIR/checkpoint-surgeon.jsa" "$@" >/dev/null || exit 1
     printf '%s\n' "$jvm_id" > "$CDS_DIR/jvm"
+    # ArchiveRelocationMode is a diagnostic flag of Java 14 and later: kept only if this JVM takes it
+    : > "$CDS_DIR/opts"
+    if "$JAVACMD" -XX:+UnlockDiagnosticVMOptions -XX:ArchiveRelocationMode=0 -version >/dev/null 2>&1; then
+        printf '%s\n' "-XX:+UnlockDiagnosticVMOptions -XX:ArchiveRelocationMode=0" > "$CDS_DIR/opts"
+    fi
     exit 0
 fi
 if [ -f "$CDS_DIR/checkpoint-surgeon.jsa" ] && [ -r "$CDS_DIR/jvm" ]; then
@@ -65,7 +73,11 @@ if [ -f "$CDS_DIR/checkpoint-surgeon.jsa" ] && [ -r "$CDS_DIR/jvm" ]; then
 }$line"
     done < "$CDS_DIR/jvm"
     if [ "$made_by" = "$jvm_id" ]; then
-        set -- -XX:SharedArchiveFile="$CDS_DIR/checkpoint-surgeon.jsa" -Xshare:auto "$@"
+        cds_opts=
+        [ -r "$CDS_DIR/opts" ] && IFS= read -r cds_opts < "$CDS_DIR/opts"
+        set -f
+        set -- $cds_opts -XX:SharedArchiveFile="$CDS_DIR/checkpoint-surgeon.jsa" -Xshare:auto "$@"
+        set +f
     fi
 fi
 

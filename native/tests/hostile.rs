@@ -107,10 +107,11 @@ fn a_model_far_larger_than_the_input_is_refused() {
     );
 }
 
-#[test]
-fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
+/// A file of 1 MiB of sevens, mapped, then cut to 4 KiB by "another process" (here: this one):
+/// its directory and the mapping, whose pages past the new end fault when read.
+fn mapped_then_cut(name: &str) -> (std::path::PathBuf, bytes::Bytes) {
     let dir = std::env::temp_dir().join(format!(
-        "cs-sigbus-{}",
+        "{name}-{}",
         checkpoint_surgeon::commit::random_file_name()
     ));
     std::fs::create_dir_all(&dir).unwrap();
@@ -119,18 +120,54 @@ fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
     checkpoint_surgeon::commit::mapguard::reset();
     let bytes = checkpoint_surgeon::commit::read::map_file(&path).unwrap();
     assert_eq!(bytes[0], 7);
-    // another process (here: this one) cuts the file while it is mapped
     std::fs::OpenOptions::new()
         .write(true)
         .open(&path)
         .unwrap()
         .set_len(4096)
         .unwrap();
+    (dir, bytes)
+}
+
+/// Reads every byte of a mapping cut by [`mapped_then_cut`]: the pages past the new end read as
+/// zeros (the guard maps them), so the sum falls short.
+fn read_all_of_cut(bytes: &[u8]) {
     let sum: u64 = bytes.iter().map(|b| *b as u64).sum();
     assert!(
         sum < 7 * (1 << 20),
         "the pages past the new end read as zeros"
     );
+}
+
+/// A helper thread that reads a mapping of a file cut meanwhile (inspect reads streams on up to
+/// four threads) records the fault on itself; handed over, it fails the calling thread's check.
+#[test]
+fn a_fault_on_a_helper_thread_is_reported_by_the_caller() {
+    use checkpoint_surgeon::commit::mapguard;
+    let (dir, bytes) = mapped_then_cut("cs-sigbus-helper");
+    let fault = std::thread::scope(|s| {
+        s.spawn(|| {
+            read_all_of_cut(&bytes);
+            mapguard::take()
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(mapguard::check().is_ok(), "nothing faulted on this thread");
+    mapguard::adopt(fault);
+    let e = mapguard::check().unwrap_err().to_string();
+    assert!(
+        e.contains("shrank while it was read") && e.contains("state"),
+        "{e}"
+    );
+    drop(bytes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_mapped_file_truncated_while_read_gives_an_error_not_sigbus() {
+    let (dir, bytes) = mapped_then_cut("cs-sigbus");
+    read_all_of_cut(&bytes);
     let e = checkpoint_surgeon::commit::mapguard::check()
         .unwrap_err()
         .to_string();

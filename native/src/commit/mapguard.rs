@@ -73,6 +73,25 @@ pub fn reset() {
     FAULT.with(|f| f.set(0));
 }
 
+/// A guarded fault recorded on a helper thread, carried to the thread whose call it helps.
+#[must_use = "a fault not adopted by the calling thread goes unreported"]
+pub struct Fault(usize);
+
+/// The fault recorded on this thread (a helper's), taken for [`adopt`].
+pub fn take() -> Fault {
+    Fault(FAULT.with(|f| f.replace(0)))
+}
+
+/// Records a helper's fault on this thread, so that [`check`] here reports it (a fault already
+/// recorded here is kept).
+pub fn adopt(fault: Fault) {
+    FAULT.with(|f| {
+        if f.get() == 0 {
+            f.set(fault.0)
+        }
+    });
+}
+
 /// An error if a guarded mapping faulted on this thread since [`reset`]: its file shrank while it
 /// was read, and what was read from it may be zeros.
 pub fn check() -> Result<()> {

@@ -8,8 +8,11 @@ use crate::codec::metadata::Subtasks;
 use crate::codec::metainfo::EntryKind;
 use crate::codec::StreamSource;
 use crate::codec::{opstate, snappy};
+use crate::commit::mapguard;
 use crate::Result;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -106,7 +109,7 @@ const MAX_KAFKA_OFFSETS: usize = 10_000;
 
 /// The report of a checkpoint. The operator-state streams are unmapped on a thread of their own
 /// after use, while the report goes on (unmapping hundreds of MB of pages takes ~15 ms).
-pub fn inspect(cp: &dyn StreamSource) -> Report {
+pub fn inspect(cp: &(dyn StreamSource + Sync)) -> Report {
     let (unmap, unmapped) = std::sync::mpsc::channel::<Box<dyn Send>>();
     std::thread::spawn(move || unmapped.into_iter().for_each(drop));
     report(cp, &Unmap(unmap))
@@ -123,9 +126,10 @@ impl Unmap {
     }
 }
 
-fn report(cp: &dyn StreamSource, unmap: &Unmap) -> Report {
+fn report(cp: &(dyn StreamSource + Sync), unmap: &Unmap) -> Report {
     let md = cp.metadata();
-    let mut seen = Seen::default();
+    let mut handles = handle_reports(cp, unmap).into_iter();
+    let mut next_handle = || handles.next().expect("a report for every operator handle");
     let report = Report {
         source: cp.name(),
         version: md.version,
@@ -145,12 +149,8 @@ fn report(cp: &dyn StreamSource, unmap: &Unmap) -> Report {
                     .subtask_states()
                     .map(|(index, s)| SubtaskReport {
                         index,
-                        managed_operator: s
-                            .managed_operator()
-                            .map(|h| handle_report(cp, h, &mut seen, unmap)),
-                        raw_operator: s
-                            .raw_operator()
-                            .map(|h| handle_report(cp, h, &mut seen, unmap)),
+                        managed_operator: s.managed_operator().map(|_| next_handle()),
+                        raw_operator: s.raw_operator().map(|_| next_handle()),
                         managed_keyed: s.managed_keyed.as_ref().map(keyed_report),
                         raw_keyed: s.raw_keyed.as_ref().map(keyed_report),
                         input_channels: s.input_channels.len() as i32,
@@ -192,9 +192,60 @@ fn report(cp: &dyn StreamSource, unmap: &Unmap) -> Report {
             })
             .collect(),
     };
-    unmap.done(seen);
     report
 }
+
+/// The report of every operator-state handle, in the order [`report`] takes them: each handle's
+/// stream is read on one of up to [`WORKERS`] threads, this one included (reading the streams is
+/// most of inspect's time, and bound by memory and page mapping, not by one core). A file that
+/// shrinks while a helper reads it faults on that helper: the fault is handed to this thread, so
+/// that the call fails as it would have here (`mapguard`).
+fn handle_reports(cp: &(dyn StreamSource + Sync), unmap: &Unmap) -> Vec<HandleReport> {
+    let handles: Vec<&OperatorHandle> = cp
+        .metadata()
+        .operators
+        .iter()
+        .flat_map(|op| op.subtask_states())
+        .flat_map(|(_, s)| s.managed_operator().into_iter().chain(s.raw_operator()))
+        .collect();
+    let (seen, next) = (Mutex::new(Seen::default()), AtomicUsize::new(0));
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&h) = handles.get(i) else {
+                return done;
+            };
+            done.push((i, handle_report(cp, h, &seen, unmap)));
+        }
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(WORKERS));
+    let mut done = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..workers.min(handles.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let done = work();
+                    (done, mapguard::take())
+                })
+            })
+            .collect();
+        let mut done = work();
+        for helper in helpers {
+            let (theirs, fault) = helper
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            mapguard::adopt(fault);
+            done.extend(theirs);
+        }
+        done
+    });
+    unmap.done(seen.into_inner().unwrap_or_else(|p| p.into_inner()));
+    done.sort_unstable_by_key(|d| d.0);
+    done.into_iter().map(|d| d.1).collect()
+}
+
+/// Threads that read operator-state streams at once (memory bandwidth, not cores, bounds them).
+const WORKERS: usize = 4;
 
 /// The enumerator state of a KafkaSource: decoded when the readers hold Kafka splits, or when
 /// the coordinator state decodes as a Kafka enumerator state with at least one partition.
@@ -288,11 +339,64 @@ impl ElementValues {
 /// restored into every subtask and written back is k copies of what was restored, again and again.
 /// The first copy's offsets and end, and the number of copies (1: none).
 fn first_copy(stream: &[u8], offsets: &Offsets, end: u64) -> (Offsets, u64, u64) {
+    if let Some(found) = probed_copy(stream, offsets, end) {
+        return found;
+    }
     let (mut part, mut part_end, mut copies) = (offsets.clone(), end, 1u64);
     while let Some((k, shorter, e)) = repeated(stream, &part, part_end) {
         (part, part_end, copies) = (shorter, e, copies * k as u64);
     }
     (part, part_end, copies)
+}
+
+/// How many bytes of two copies [`probed_copy`] compares to guess that a block is made of copies.
+const PROBE: u64 = 4096;
+
+/// The first copy that cheap probes point to, proven in one pass over the offsets and the block:
+/// narrowed by factors k as [`repeated`] would (the offset n / k apart, the first [`PROBE`] bytes
+/// of two copies), then every offset checked to be `m` before one `p` bytes on, and the block
+/// equal to itself shifted by `p` (a lag that stays in cache: each byte is read from memory once,
+/// where the search by factors reads the block twice per level). None when the guess is wrong
+/// (the search by factors decides then); `(offsets, end, 1)` when no factor passes the probes,
+/// which [`repeated`] checks too.
+fn probed_copy(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(Offsets, u64, u64)> {
+    let n = offsets.len();
+    let start = offsets.get(0) as u64;
+    let len = end.checked_sub(start)?;
+    let block = &stream[start as usize..end as usize];
+    let (mut m, mut p) = (n, len);
+    while let Some(k) = (2..=m.min(64)).find(|&k| {
+        let (mk, pk) = (m / k, p / k as u64);
+        let q = pk.min(PROBE) as usize;
+        m.is_multiple_of(k)
+            && p.is_multiple_of(k as u64)
+            && offsets.get(mk) as u64 == start + pk
+            && block[..q] == block[pk as usize..pk as usize + q]
+    }) {
+        (m, p) = (m / k, p / k as u64);
+    }
+    if m == n {
+        return Some((offsets.clone(), end, 1));
+    }
+    let p_at = p as usize;
+    (offsets_shifted(&offsets.0, m, p) && block[..block.len() - p_at] == block[p_at..])
+        .then(|| (Offsets(offsets.0.slice(..m * 8)), start + p, (n / m) as u64))
+}
+
+/// Whether every big-endian offset in `o` is `p` below the one `m` places after it. In chunks
+/// the compiler vectorizes (no early exit inside one), stopping after a chunk with a mismatch.
+fn offsets_shifted(o: &[u8], m: usize, p: u64) -> bool {
+    let n = o.len() / 8;
+    let word = |c: &[u8]| u64::from_be_bytes(c.try_into().expect("chunks of 8"));
+    m >= n
+        || o[..(n - m) * 8]
+            .chunks(8 * 1024)
+            .zip(o[m * 8..].chunks(8 * 1024))
+            .all(|(a, b)| {
+                a.chunks_exact(8)
+                    .zip(b.chunks_exact(8))
+                    .fold(true, |ok, (x, y)| ok & (word(y).wrapping_sub(word(x)) == p))
+            })
 }
 
 /// Whether the elements at `offsets` (the last ending at `end`) are `k` copies of their first
@@ -311,13 +415,8 @@ fn repeated(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(usize, Offset
             return None;
         }
         let o = &offsets.0;
-        // offsets i and i + m, big-endian, as bytes of the same width: equal differences
-        let shifted = (0..n - m).all(|i| {
-            let at = |j: usize| i64::from_be_bytes(o[j * 8..j * 8 + 8].try_into().unwrap());
-            at(i + m) - at(i) == p as i64
-        });
         let block = &stream[start as usize..end as usize];
-        (shifted && block[..block.len() - p as usize] == block[p as usize..])
+        (offsets_shifted(o, m, p) && block[..block.len() - p as usize] == block[p as usize..])
             .then(|| (k, Offsets(o.slice(..m * 8)), start + p))
     })
 }
@@ -445,7 +544,7 @@ fn distinct_by_sorting<'s>(n: usize, element: impl Fn(usize) -> &'s [u8]) -> Vec
 /// hashed, sorted and decoded again.
 #[derive(Default)]
 struct Seen {
-    by_shape: HashMap<ShapeKey, Vec<SeenState>>,
+    by_shape: HashMap<ShapeKey, Vec<Arc<SeenState>>>,
 }
 
 /// A state's name, whether its elements are decoded as Kafka offsets, its element count and the
@@ -481,7 +580,7 @@ impl Seen {
     /// then looked up among the states seen before (a `memcmp` of the copy, not of the block: each
     /// subtask's block is read once, by the shifted compare), or counted.
     fn handle_values(
-        &mut self,
+        seen: &Mutex<Seen>,
         h: &OperatorHandle,
         stream: &bytes::Bytes,
         blocks: Option<&opstate::Blocks>,
@@ -511,22 +610,44 @@ impl Seen {
                 part_end - start,
             );
             let bytes = &stream[start as usize..part_end as usize];
-            let known = self
-                .by_shape
-                .get(&key)
-                .and_then(|cs| cs.iter().find(|c| c.matches(bytes, start, &part)));
-            let values = match known {
-                Some(c) => c.values.clone(),
+            // compared outside the lock (a block can be megabytes); a new block is counted under
+            // it, after a look at what other threads added meanwhile, so that a thread meeting the
+            // same new block waits and takes its values instead of counting it again
+            let lock = || seen.lock().unwrap_or_else(|p| p.into_inner());
+            let find = |cs: &[Arc<SeenState>]| {
+                cs.iter()
+                    .find(|c| c.matches(bytes, start, &part))
+                    .map(|c| c.values.clone())
+            };
+            let candidates = lock().by_shape.get(&key).cloned().unwrap_or_default();
+            let values = match find(&candidates) {
+                Some(v) => v,
                 None => {
-                    let values =
-                        ElementValues::of(kafka[i], stream, Elements::Offsets(&part, part_end));
-                    self.by_shape.entry(key).or_default().push(SeenState {
-                        block: stream.slice(start as usize..part_end as usize),
-                        start,
-                        offsets: part,
-                        values: values.clone(),
-                    });
-                    values
+                    let mut held = lock();
+                    let added = held
+                        .by_shape
+                        .get(&key)
+                        .map_or(&[][..], |c| &c[candidates.len()..]);
+                    match find(added) {
+                        Some(v) => v,
+                        None => {
+                            let values = ElementValues::of(
+                                kafka[i],
+                                stream,
+                                Elements::Offsets(&part, part_end),
+                            );
+                            held.by_shape
+                                .entry(key)
+                                .or_default()
+                                .push(Arc::new(SeenState {
+                                    block: stream.slice(start as usize..part_end as usize),
+                                    start,
+                                    offsets: part.clone(),
+                                    values: values.clone(),
+                                }));
+                            values
+                        }
+                    }
                 }
             };
             out.push(values.times(copies));
@@ -641,7 +762,7 @@ fn location(h: &StreamHandle) -> String {
 fn handle_report(
     cp: &dyn StreamSource,
     h: &OperatorHandle,
-    seen: &mut Seen,
+    seen: &Mutex<Seen>,
     unmap: &Unmap,
 ) -> HandleReport {
     let mut r = HandleReport {
@@ -707,7 +828,7 @@ fn handle_report(
                 kafka.push(decode);
             }
             if !header.compressed {
-                match seen.handle_values(h, &stream, header.blocks.as_ref(), &kafka) {
+                match Seen::handle_values(seen, h, &stream, header.blocks.as_ref(), &kafka) {
                     Ok(values) => {
                         for (report, v) in r.states.iter_mut().zip(values) {
                             report.bytes = v.bytes;
@@ -835,6 +956,41 @@ mod tests {
         let changed = ElementValues::of(decode, &stream, Elements::Offsets(&part, part_end));
         assert_eq!(changed.distinct, 3);
         assert_ne!(changed.digest, copies.digest);
+    }
+
+    /// Two copies of a block whose halves agree well beyond the probed bytes and differ at their
+    /// ends: the probes point to a shorter copy, the one-pass proof refutes it, and the search by
+    /// factors finds the two copies; the values are those of counting element by element.
+    #[test]
+    fn a_wrong_guess_of_the_probes_falls_back_to_the_search_by_factors() {
+        let e = 16usize;
+        let element = |v: u8| vec![v; e];
+        // a half: 600 equal elements (9,600 bytes, more than PROBE), the last one different
+        let half = |last: u8| {
+            let mut h: Vec<u8> = (0..599).flat_map(|_| element(1)).collect();
+            h.extend(element(last));
+            h
+        };
+        let copy = [half(2), half(3)].concat();
+        let stream = copy.repeat(2);
+        let n = (stream.len() / e) as u64;
+        let offsets =
+            Offsets::from_slice(&(0..n).map(|i| (i * e as u64) as i64).collect::<Vec<_>>());
+        let end = stream.len() as u64;
+        assert!(
+            probed_copy(&stream, &offsets, end).is_none(),
+            "the guess is refuted"
+        );
+        let (part, part_end, k) = first_copy(&stream, &offsets, end);
+        assert_eq!((part.len(), part_end, k), (1200, copy.len() as u64, 2));
+        let ranges: Vec<(u64, u64)> = (0..n).map(|i| (i * e as u64, (i + 1) * e as u64)).collect();
+        let copies = ElementValues::of(None, &stream, Elements::Offsets(&part, part_end)).times(k);
+        let each = ElementValues::of(None, &stream, Elements::Ranges(&ranges));
+        assert_eq!(
+            (copies.bytes, copies.distinct, copies.digest),
+            (each.bytes, each.distinct, each.digest)
+        );
+        assert_eq!(each.distinct, 3);
     }
 
     /// More distinct values than the table holds: counted by sorting, still exact.

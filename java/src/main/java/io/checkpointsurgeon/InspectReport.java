@@ -269,6 +269,21 @@ public final class InspectReport {
         }
 
         /**
+         * Kafka positions (topic, partition, offset, stopping offset) in that order. A class, not
+         * {@code Comparator.comparing(...).thenComparing(...)}: those lambdas are serializable, which
+         * the class-data archive leaves out, so each run would generate them.
+         */
+        private static final java.util.Comparator<List<Object>> KAFKA_ORDER = new java.util.Comparator<List<Object>>() {
+            @Override
+            public int compare(List<Object> a, List<Object> b) {
+                int c = ((String) a.get(0)).compareTo((String) b.get(0));
+                if (c == 0) c = ((Integer) a.get(1)).compareTo((Integer) b.get(1));
+                if (c == 0) c = ((Long) a.get(2)).compareTo((Long) b.get(2));
+                return c != 0 ? c : ((Long) a.get(3)).compareTo((Long) b.get(3));
+            }
+        };
+
+        /**
          * The Kafka positions in this operator's state, summed over subtasks: per state name, each
          * distinct (topic, partition, offset) with the number of elements that hold it.
          */
@@ -278,10 +293,7 @@ public final class InspectReport {
                 for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     for (StateInfo st : h.states()) {
                         for (KafkaOffset k : st.kafkaOffsets()) {
-                            acc.computeIfAbsent(st.name(), x -> new java.util.TreeMap<>(java.util.Comparator
-                                    .comparing((List<Object> l) -> (String) l.get(0))
-                                    .thenComparing(l -> (Integer) l.get(1)).thenComparing(l -> (Long) l.get(2))
-                                    .thenComparing(l -> (Long) l.get(3))))
+                            acc.computeIfAbsent(st.name(), x -> new java.util.TreeMap<>(KAFKA_ORDER))
                                     .computeIfAbsent(List.of(k.topic(), k.partition(), k.offset(), k.stoppingOffset()),
                                             x -> new long[1])[0] += k.count();
                         }
@@ -289,10 +301,15 @@ public final class InspectReport {
                 }
             }
             Map<String, List<KafkaOffset>> out = new LinkedHashMap<>();
-            acc.forEach((state, m) -> out.put(state, m.entrySet().stream()
-                    .map(e -> new KafkaOffset((String) e.getKey().get(0), (Integer) e.getKey().get(1),
-                            (Long) e.getKey().get(2), (Long) e.getKey().get(3), e.getValue()[0]))
-                    .collect(java.util.stream.Collectors.toList())));
+            // a loop, not a stream: a sorted map's stream makes Map.Entry.comparingByKey's lambda
+            for (Map.Entry<String, Map<List<Object>, long[]>> state : acc.entrySet()) {
+                List<KafkaOffset> offsets = new ArrayList<>(state.getValue().size());
+                for (Map.Entry<List<Object>, long[]> e : state.getValue().entrySet()) {
+                    offsets.add(new KafkaOffset((String) e.getKey().get(0), (Integer) e.getKey().get(1),
+                            (Long) e.getKey().get(2), (Long) e.getKey().get(3), e.getValue()[0]));
+                }
+                out.put(state.getKey(), offsets);
+            }
             return out;
         }
 

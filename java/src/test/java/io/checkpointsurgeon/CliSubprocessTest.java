@@ -455,10 +455,15 @@ public class CliSubprocessTest {
         Result v = cli("--version");
         assertEquals(v.err, 0, v.code);
         assertTrue(v.out, v.out.matches("(?s)checkpoint-surgeon (\\S+) \\(native library \\1 for linux-\\w+\\).*"));
-        // The jar's version as another build would have it: a version.properties ahead of the jar's.
+        // The jar's version as another build would have it: its BuildVersion class, compiled with
+        // version 9.9.9, ahead of the jar's on the class path.
         Path other = Files.createTempDirectory("cs-other-version");
-        Files.createDirectories(other.resolve("io/checkpointsurgeon"));
-        Files.writeString(other.resolve("io/checkpointsurgeon/version.properties"), "version=9.9.9\n");
+        Path source = other.resolve("src/io/checkpointsurgeon/internal/BuildVersion.java");
+        Files.createDirectories(source.getParent());
+        Files.writeString(source, "package io.checkpointsurgeon.internal;\n"
+                + "final class BuildVersion { static String version() { return \"9.9.9\"; } }\n");
+        assertEquals(0, javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null,
+                "-d", other.toString(), source.toString()));
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
                 other + java.io.File.pathSeparator + jar, "io.checkpointsurgeon.cli.Cli", "inspect",

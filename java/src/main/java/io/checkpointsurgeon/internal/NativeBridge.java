@@ -23,8 +23,8 @@ final class NativeBridge {
     static final String LIBRARY_DIR_PROPERTY = "checkpointsurgeon.libraryDir";
     private static final String LIBRARY_FILE = "libcheckpoint_surgeon.so";
 
-    /** This jar's version (from {@code version.properties}, written by the build). */
-    static final String VERSION = readVersion();
+    /** This jar's version (written by the build, see {@link BuildVersion}). */
+    static final String VERSION = BuildVersion.version();
 
     private static final CheckpointSurgeonException LOAD_FAILURE = checkVersion(load());
 
@@ -97,16 +97,6 @@ final class NativeBridge {
 
     /** The native library's crate version. */
     static native String libraryVersion() throws CheckpointSurgeonException;
-
-    private static String readVersion() {
-        java.util.Properties p = new java.util.Properties();
-        try (InputStream in = NativeBridge.class.getResourceAsStream("/io/checkpointsurgeon/version.properties")) {
-            if (in != null) p.load(in);
-        } catch (IOException e) {
-            // reported as version "unknown"
-        }
-        return p.getProperty("version", "unknown");
-    }
 
     /** A library of another version than this jar is refused: the wire between them is not versioned across releases. */
     private static CheckpointSurgeonException checkVersion(CheckpointSurgeonException loadFailure) {
