@@ -34,8 +34,8 @@ final class TextRenderer {
         for (InspectReport.OperatorInfo op : r.operators()) {
             operator(sb, op, subtasks);
         }
-        sb.append(String.format(Locale.ROOT, "%ntotal: %d operators, operator state %s, keyed state %s, channel state %s%n",
-                r.operators().size(), bytes(r.totalOperatorStateBytes()), bytes(r.totalKeyedStateBytes()), bytes(r.totalChannelStateBytes())));
+        sb.append(String.format(Locale.ROOT, "%ntotal: %s, operator state %s, keyed state %s, channel state %s%n",
+                operators(r.operators().size()), bytes(r.totalOperatorStateBytes()), bytes(r.totalKeyedStateBytes()), bytes(r.totalChannelStateBytes())));
         return sb.toString();
     }
 
@@ -159,10 +159,14 @@ final class TextRenderer {
      * total and per subtask (min and max; with {@code subtasks} each one), its serializers and their
      * snapshot classes, and what could not be read, with file and byte offset.
      */
+    private static String operators(int n) {
+        return n == 1 ? "1 operator" : n + " operators";
+    }
+
     static String keyed(KeyedReport k, boolean subtasks) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "%nkeyed state of %s: %d operators, %s%n", printable(k.source()),
-                k.operators().size(), bytes(k.storedBytes())));
+        sb.append(String.format(Locale.ROOT, "%nkeyed state of %s: %s, %s%n", printable(k.source()),
+                operators(k.operators().size()), bytes(k.storedBytes())));
         for (KeyedReport.Operator op : k.operators()) keyedOperator(sb, op, subtasks);
         return sb.toString();
     }
