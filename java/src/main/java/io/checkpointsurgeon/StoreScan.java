@@ -172,7 +172,7 @@ final class StoreScan {
     /** The nearest snapshot directory ({@code chk-<id>}, {@code savepoint-*}) a file lies in, inside its root; or null. */
     String chkDirOf(String file) {
         String root = rootOf(file);
-        for (String p = parent(file); root != null && p.length() > root.length(); p = parent(p)) {
+        for (String p = parent(file); root != null && p.length() >= root.length(); p = parent(p)) {
             if (CheckpointScan.SNAPSHOT_DIR.matcher(name(p)).matches()) return p;
         }
         return null;

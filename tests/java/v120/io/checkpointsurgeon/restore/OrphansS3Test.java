@@ -190,6 +190,17 @@ public class OrphansS3Test {
         }
         assertFalse(Files.exists(refusedLog));
         assertEquals("nothing deleted", withPlanted.keySet(), objects(jobDir).keySet());
+        // a savepoint being written, given itself as the root: in progress as well
+        String savepoint = jobDir.substring(0, jobDir.indexOf("/checkpoints/")) + "/savepoints/savepoint-0a1b2c-0123456789ab";
+        put(savepoint + "/" + UUID.randomUUID(), sst);
+        try {
+            CheckpointSurgeon.deleteOrphansAt(List.of(savepoint), List.of(), Duration.ofHours(1), refusedLog, 4);
+            throw new AssertionError("deleted in a savepoint without _metadata that changed just now");
+        } catch (io.checkpointsurgeon.CheckpointSurgeonException e) {
+            assertEquals(io.checkpointsurgeon.CheckpointSurgeonException.Code.VALIDATION, e.code());
+            assertTrue(e.getMessage(), e.getMessage().contains(savepoint + " has no _metadata and changed"));
+        }
+        assertFalse(Files.exists(refusedLog));
         // local and Flink paths are not mixed in one run
         try {
             CheckpointSurgeon.orphansAt(List.of(jobDir, work.toString()), List.of(), Duration.ZERO, 4);

@@ -347,9 +347,26 @@ public final class FlinkFileSystems {
     }
 
     public static void write(byte[] data, String path, boolean overwrite) throws IOException {
-        try (OutputStream out = create(path, overwrite)) {
+        closeIfWhole(create(path, overwrite), out -> {
             out.write(data);
-        }
+            return data.length;
+        });
+    }
+
+    /** What writes a whole file through an output stream; returns the bytes written. */
+    private interface Writing {
+        long into(OutputStream out) throws IOException;
+    }
+
+    /**
+     * Runs {@code writing} and closes {@code out} only when it wrote the whole file: on an object
+     * store closing the stream completes the upload, so a copy that failed half way must not close
+     * it (the partial object never becomes visible under its name; the stream is abandoned).
+     */
+    private static long closeIfWhole(OutputStream out, Writing writing) throws IOException {
+        long n = writing.into(out);
+        out.close();
+        return n;
     }
 
     /** Downloads a file; a long download reports its progress to {@code progress} every 2 s. */
@@ -382,8 +399,9 @@ public final class FlinkFileSystems {
     /** Uploads a file; a long upload reports its progress to {@code progress} every 2 s. */
     public static long upload(Path local, String remote, boolean overwrite, ProgressListener progress)
             throws IOException {
-        try (InputStream in = Files.newInputStream(local); OutputStream out = create(remote, overwrite)) {
-            return pump(in, out, local + " -> " + remote, Files.size(local), progress);
+        try (InputStream in = Files.newInputStream(local)) {
+            return closeIfWhole(create(remote, overwrite),
+                    out -> pump(in, out, local + " -> " + remote, Files.size(local), progress));
         }
     }
 
@@ -394,8 +412,8 @@ public final class FlinkFileSystems {
 
     /** {@link #copy(String, String, boolean)}; a long copy reports its progress to {@code progress} every 2 s. */
     public static long copy(String from, String to, boolean overwrite, ProgressListener progress) throws IOException {
-        try (InputStream in = open(from); OutputStream out = create(to, overwrite)) {
-            return pump(in, out, from + " -> " + to, lengthOrUnknown(from), progress);
+        try (InputStream in = open(from)) {
+            return closeIfWhole(create(to, overwrite), out -> pump(in, out, from + " -> " + to, lengthOrUnknown(from), progress));
         }
     }
 

@@ -17,6 +17,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Surgery on a checkpoint on a Flink file system: the remote checkpoint is staged in a local mirror
@@ -191,14 +193,21 @@ final class RemoteRepair {
         public void place(Commit.Undo undo) throws CheckpointSurgeonException {
             ProgressListener progress = CheckpointSurgeon.progressListener();
             List<RemoteCheckpoint.IoTask> uploads = new ArrayList<>();
+            // Undo deletes only what this run's transfers completed: an object store's "create if
+            // absent" is a check and a write, so a second run into the same output may find a name
+            // taken by the first, whose file must stay.
+            Set<String> created = ConcurrentHashMap.newKeySet();
             for (String w : staged.written) {
                 Path local = Path.of(w);
                 String remote = target + "/" + local.getFileName();
                 written.add(remote);
-                undo.add(() -> FlinkFileSystems.delete(remote));
+                undo.add(() -> {
+                    if (created.contains(remote)) FlinkFileSystems.delete(remote);
+                });
                 uploads.add(() -> {
                     stopPoint();
                     FlinkFileSystems.upload(local, remote, false, progress);
+                    created.add(remote);
                 });
             }
             if (!inPlace) {
@@ -210,18 +219,22 @@ final class RemoteRepair {
                     }
                     String to = target + "/" + name;
                     copied.add(to);
-                    undo.add(() -> FlinkFileSystems.delete(to));
+                    undo.add(() -> {
+                        if (created.contains(to)) FlinkFileSystems.delete(to);
+                    });
                     Path mirrored = rc.mirrorDir.resolve(name);
                     if (rc.mirroredRelative.contains(name) && Files.isRegularFile(mirrored)) {
                         uploads.add(() -> {
                             stopPoint();
                             FlinkFileSystems.upload(mirrored, to, false, progress);
+                            created.add(to);
                         });
                     } else {
                         String from = rc.dir + "/" + name;
                         uploads.add(() -> {
                             stopPoint();
                             FlinkFileSystems.copy(from, to, false, progress);
+                            created.add(to);
                         });
                     }
                 }
