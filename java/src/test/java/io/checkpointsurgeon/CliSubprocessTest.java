@@ -2,6 +2,7 @@ package io.checkpointsurgeon;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeonTest.Result;
@@ -462,8 +463,16 @@ public class CliSubprocessTest {
         Files.createDirectories(source.getParent());
         Files.writeString(source, "package io.checkpointsurgeon.internal;\n"
                 + "final class BuildVersion { static String version() { return \"9.9.9\"; } }\n");
-        assertEquals(0, javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null,
-                "-d", other.toString(), source.toString()));
+        // the build's javac where this JVM has none (the Java 11 runtime the plain lane runs on is a JRE)
+        javax.tools.JavaCompiler compiler = javax.tools.ToolProvider.getSystemJavaCompiler();
+        if (compiler != null) {
+            assertEquals(0, compiler.run(null, null, null, "--release", "11", "-d", other.toString(), source.toString()));
+        } else {
+            String javac = System.getProperty("checkpointsurgeon.javac");
+            assertNotNull("no Java compiler in this JVM and no checkpointsurgeon.javac", javac);
+            assertEquals(0, new ProcessBuilder(javac, "--release", "11", "-d", other.toString(), source.toString())
+                    .inheritIO().start().waitFor());
+        }
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
                 other + java.io.File.pathSeparator + jar, "io.checkpointsurgeon.cli.Cli", "inspect",
