@@ -61,20 +61,30 @@ final class CheckpointScan {
         /** What {@code _metadata} is when it is no regular file ("a FIFO", "a symbolic link", ...), else null. */
         final String notRegular;
 
+        /** {@code _metadata}, or a backup {@code _metadata.backup-*} of this tool's in-place repairs. */
+        final String name;
+
         Metadata(Path dir, long id, FileInfo file, String notRegular) {
+            this(dir, id, file, notRegular, "_metadata");
+        }
+
+        Metadata(Path dir, long id, FileInfo file, String notRegular, String name) {
             this.dir = dir;
             this.id = id;
             this.file = file;
             this.notRegular = notRegular;
+            this.name = name;
         }
 
         Path metadata() {
-            return dir.resolve("_metadata");
+            return dir.resolve(name);
         }
     }
 
     final List<Path> roots = new ArrayList<>();
     final List<Metadata> metadata = new ArrayList<>();
+    /** The {@code _metadata.backup-*} of in-place repairs: their references are references too (orphans). */
+    final List<Metadata> backups = new ArrayList<>();
     /** Every regular file under the roots (real, normalized paths), sorted. */
     final Map<Path, FileInfo> files = new TreeMap<>();
     /** {@code chk-*} directories without a {@code _metadata}, with the newest mtime in them. */
@@ -118,10 +128,12 @@ final class CheckpointScan {
                                     FileInfo info = new FileInfo(a.size(), a.lastModifiedTime().toMillis());
                                     s.files.put(f, info);
                                     if (name.equals("_metadata")) s.metadata.add(new Metadata(f.getParent(), id(f.getParent()), info, null));
+                                    if (isBackup(name)) s.backups.add(new Metadata(f.getParent(), id(f.getParent()), info, null, name));
                                 } else {
                                     String what = a.isSymbolicLink() ? "a symbolic link (not followed)" : kind(f);
                                     s.skipped.put(f, what);
                                     if (name.equals("_metadata")) s.metadata.add(new Metadata(f.getParent(), id(f.getParent()), null, what));
+                                    if (isBackup(name)) s.backups.add(new Metadata(f.getParent(), id(f.getParent()), null, what, name));
                                 }
                                 return FileVisitResult.CONTINUE;
                             }
@@ -184,6 +196,11 @@ final class CheckpointScan {
             if (roots.contains(p)) return null;
         }
         return null;
+    }
+
+    /** A backup of {@code _metadata} an in-place repair keeps ({@code Commit.backup}, {@code RemoteRepair}). */
+    static boolean isBackup(String name) {
+        return name.startsWith("_metadata.backup-");
     }
 
     static long id(Path dir) {

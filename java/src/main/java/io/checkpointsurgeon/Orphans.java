@@ -44,6 +44,8 @@ final class Orphans {
         OrphanReport report;
         final Map<Path, CheckpointScan.FileInfo> orphans = new LinkedHashMap<>();
         final List<Path> incompleteDirs = new ArrayList<>();
+        /** The directories a repair locks (flock) when it changes them: snapshot directories and roots. */
+        final java.util.Set<Path> lockable = new java.util.TreeSet<>();
     }
 
     static OrphanReport report(List<Path> roots, List<Path> also, Duration olderThan) throws CheckpointSurgeonException {
@@ -56,16 +58,20 @@ final class Orphans {
         long ageLimit = now - olderThan.toMillis();
         CheckpointScan s = CheckpointScan.walk(roots);
         List<CheckpointScan.Metadata> metadata = new ArrayList<>(s.metadata);
+        // a backup of an in-place repair is read like a _metadata: what it references may be restored
+        List<CheckpointScan.Metadata> readers = new ArrayList<>(s.backups);
         List<String> alsoNames = new ArrayList<>();
         if (!also.isEmpty()) {
             CheckpointScan a = CheckpointScan.walk(also);
             metadata.addAll(a.metadata);
+            readers.addAll(a.backups);
             for (Path r : a.roots) alsoNames.add(r.toString());
         }
+        readers.addAll(0, metadata);
         List<String> blockers = new ArrayList<>();
         Map<Path, String> referencedBy = new HashMap<>();
         Map<Path, Path> realDirs = new HashMap<>();
-        for (CheckpointScan.Metadata m : metadata) {
+        for (CheckpointScan.Metadata m : readers) {
             if (m.file == null) {
                 blockers.add(m.metadata() + " is " + m.notRegular + ": the files it references are not known");
                 continue;
@@ -82,6 +88,9 @@ final class Orphans {
             }
         }
         Scan out = new Scan();
+        out.lockable.addAll(s.roots);
+        for (CheckpointScan.Metadata m : readers) out.lockable.add(m.dir);
+        out.lockable.addAll(s.incomplete.keySet());
         List<OrphanReport.Entry> orphans = new ArrayList<>();
         List<OrphanReport.Entry> young = new ArrayList<>();
         List<OrphanReport.Entry> kept = new ArrayList<>();
@@ -92,7 +101,11 @@ final class Orphans {
             Path f = e.getKey();
             CheckpointScan.FileInfo info = e.getValue();
             String name = f.getFileName().toString();
-            if (name.equals("_metadata")) continue;
+            if (name.equals("_metadata") || CheckpointScan.isBackup(name)) continue;
+            if (name.equals(io.checkpointsurgeon.flink.RemoteCheckpoint.LOCK_NAME)) {
+                blockers.add(lockObjectHeld(f));
+                continue;
+            }
             String by = referencedBy.get(f);
             if (by != null) {
                 kept.add(new OrphanReport.Entry(f.toString(), info.size, info.mtime, null, by));
@@ -143,6 +156,7 @@ final class Orphans {
         // blocks, and only what both scans found unreferenced is deleted.
         Scan second = scan(roots, also, olderThan, scanStart);
         refuseIfBlocked(second.report);
+        refuseIfLocked(second.lockable);
         long ageLimit = System.currentTimeMillis() - olderThan.toMillis();
         List<OrphanReport.Entry> deleted = new ArrayList<>();
         try (FileChannel ch = FileChannel.open(log, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
@@ -165,9 +179,11 @@ final class Orphans {
                     line(w, "kept-changed", a.size(), mtime, p);
                     continue;
                 }
+                line(w, "deleting", e.size(), mtime, p); // a kill before "deleted" leaves this trace
                 try {
                     Files.delete(p);
                 } catch (NoSuchFileException gone) {
+                    line(w, "gone", e.size(), mtime, p);
                     continue;
                 }
                 line(w, "deleted", e.size(), mtime, p);
@@ -243,6 +259,22 @@ final class Orphans {
                 line(w, "deleted-dir", 0, mtime, d);
             } catch (java.nio.file.DirectoryNotEmptyException stays) {
                 // something appeared or was kept in it
+            }
+        }
+    }
+
+    /** A repair's lock object under the roots: one is running (a surgery can outlast --older-than), or was killed. */
+    static String lockObjectHeld(Object lock) {
+        return lock + " exists: a repair is changing that directory now (one killed leaves it behind: delete it"
+                + " once no repair runs)";
+    }
+
+    /** Refuses while a repair holds the commit lock of one of {@code dirs}: its new files are not referenced yet. */
+    private static void refuseIfLocked(java.util.Collection<Path> dirs) throws CheckpointSurgeonException {
+        for (Path d : dirs) {
+            String held = io.checkpointsurgeon.internal.Native.lockHeld(d);
+            if (held != null) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, "nothing deleted: " + held);
             }
         }
     }

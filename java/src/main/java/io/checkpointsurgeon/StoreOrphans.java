@@ -49,25 +49,29 @@ final class StoreOrphans {
                              StoreScan.Pool pool) throws CheckpointSurgeonException {
         StoreScan s = StoreScan.list(roots, pool);
         List<StoreScan.Meta> metadata = new ArrayList<>(s.metadata);
+        // a backup of an in-place repair is read like a _metadata: what it references may be restored
+        List<StoreScan.Meta> readers = new ArrayList<>(s.backups);
         List<String> alsoNames = new ArrayList<>();
         if (!also.isEmpty()) {
             StoreScan a = StoreScan.list(also, pool);
             metadata.addAll(a.metadata);
+            readers.addAll(a.backups);
             alsoNames.addAll(a.roots);
         }
+        readers.addAll(0, metadata);
         long now = System.currentTimeMillis();
         long ageLimit = now - olderThan.toMillis();
         List<String> blockers = new ArrayList<>();
         Map<String, String> referencedBy = new HashMap<>();
-        List<Object> refs = pool.map(metadata, m -> {
+        List<Object> refs = pool.map(readers, m -> {
             try {
                 return StoreScan.references(m, StoreScan.read(m));
             } catch (CheckpointSurgeonException e) {
                 return e;
             }
         }, "reading _metadata");
-        for (int i = 0; i < metadata.size(); i++) {
-            StoreScan.Meta m = metadata.get(i);
+        for (int i = 0; i < readers.size(); i++) {
+            StoreScan.Meta m = readers.get(i);
             // object stores keep whole seconds (S3's Last-Modified): a second's margin
             if (m.file.mtime > scanStart - 1000) {
                 blockers.add(m.metadata() + " was written after the scan started: a checkpoint completed meanwhile");
@@ -90,7 +94,11 @@ final class StoreOrphans {
             String f = e.getKey();
             CheckpointScan.FileInfo info = e.getValue();
             String name = StoreScan.name(f);
-            if (name.equals("_metadata")) continue;
+            if (name.equals("_metadata") || CheckpointScan.isBackup(name)) continue;
+            if (name.equals(io.checkpointsurgeon.flink.RemoteCheckpoint.LOCK_NAME)) {
+                blockers.add(Orphans.lockObjectHeld(f));
+                continue;
+            }
             String by = referencedBy.get(FlinkFileSystems.normalize(f));
             if (by != null) {
                 kept.add(new OrphanReport.Entry(f, info.size, info.mtime, null, by));
@@ -142,12 +150,24 @@ final class StoreOrphans {
                 w.write(Orphans.header(olderThan, second.report));
                 w.flush();
                 long ageLimit = System.currentTimeMillis() - olderThan.toMillis();
-                for (int i = 0; i < todo.size(); i += BATCH) {
+                List<String> failed = new ArrayList<>();
+                for (int i = 0; i < todo.size() && failed.isEmpty(); i += BATCH) {
                     List<OrphanReport.Entry> batch = todo.subList(i, Math.min(todo.size(), i + BATCH));
-                    for (Object r : pool.map(batch, e -> deleteOne(e, ageLimit, w), "deleting orphans")) {
-                        if (r != null) deleted.add((OrphanReport.Entry) r);
+                    // deleteOne never throws: every request sent completes and is logged before a failure is reported
+                    List<Object> results = pool.map(batch, e -> deleteOne(e, ageLimit, w), "deleting orphans");
+                    for (int j = 0; j < batch.size(); j++) {
+                        Object r = results.get(j);
+                        if (r instanceof Exception) failed.add(batch.get(j).path() + ": " + r);
+                        else if (r != null) deleted.add((OrphanReport.Entry) r);
                     }
+                    w.flush();
                     ch.force(false);
+                    if (!failed.isEmpty()) {
+                        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, String.format(Locale.ROOT,
+                                "%d delete(s) failed, %,d orphans deleted before and with them (all logged in %s),"
+                                        + " the rest not tried: %s", failed.size(), deleted.size(), log,
+                                String.join("; ", failed)));
+                    }
                     CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT,
                             "deleted %,d of %,d orphans (%d requests at once)", deleted.size(), todo.size(), pool.size));
                 }
@@ -174,18 +194,36 @@ final class StoreOrphans {
 
     /**
      * One orphan: its status again (still a file of the same size and mtime, old enough), then its
-     * delete; the log line is written when the delete returned. Null when it was not deleted.
+     * delete, logged before it is sent and when it returned. The entry when deleted, null when not,
+     * the exception when a request failed (returned, not thrown: the pool would cancel the others).
      */
-    private static OrphanReport.Entry deleteOne(OrphanReport.Entry e, long ageLimit, BufferedWriter w) throws IOException {
-        FlinkFileSystems.Status st = FlinkFileSystems.status(e.path());
-        if (st == null) return null;
-        if (st.dir || st.length != e.size() || st.mtime != e.mtime() || st.mtime > ageLimit) {
-            log(w, "kept-changed", st.length, st.mtime, e.path());
-            return null;
+    private static Object deleteOne(OrphanReport.Entry e, long ageLimit, BufferedWriter w) {
+        boolean sent = false;
+        try {
+            FlinkFileSystems.Status st = FlinkFileSystems.status(e.path());
+            if (st == null) return null;
+            if (st.dir || st.length != e.size() || st.mtime != e.mtime() || st.mtime > ageLimit) {
+                log(w, "kept-changed", st.length, st.mtime, e.path());
+                return null;
+            }
+            log(w, "deleting", e.size(), e.mtime(), e.path());
+            sent = true;
+            if (!FlinkFileSystems.delete(e.path())) {
+                log(w, "gone", e.size(), e.mtime(), e.path());
+                return null;
+            }
+            log(w, "deleted", e.size(), e.mtime(), e.path());
+            return e;
+        } catch (Exception x) {
+            if (sent) {
+                try {
+                    log(w, "failed", e.size(), e.mtime(), e.path());
+                } catch (IOException logFailed) {
+                    x.addSuppressed(logFailed);
+                }
+            }
+            return x;
         }
-        if (!FlinkFileSystems.delete(e.path())) return null;
-        log(w, "deleted", e.size(), e.mtime(), e.path());
-        return e;
     }
 
     private static void log(BufferedWriter w, String action, long size, long mtime, String path) throws IOException {

@@ -36,21 +36,30 @@ final class StoreScan {
         /** The checkpoint id of a {@code chk-<id>} directory, -1 for a savepoint. */
         final long id;
         final CheckpointScan.FileInfo file;
+        /** {@code _metadata}, or a backup {@code _metadata.backup-*} of this tool's in-place repairs. */
+        final String name;
 
         Meta(String dir, long id, CheckpointScan.FileInfo file) {
+            this(dir, id, file, "_metadata");
+        }
+
+        Meta(String dir, long id, CheckpointScan.FileInfo file, String name) {
             this.dir = dir;
             this.id = id;
             this.file = file;
+            this.name = name;
         }
 
         String metadata() {
-            return dir + "/_metadata";
+            return dir + "/" + name;
         }
     }
 
     /** The roots as Flink qualifies them (no trailing slash). */
     final List<String> roots = new ArrayList<>();
     final List<Meta> metadata = new ArrayList<>();
+    /** The {@code _metadata.backup-*} of in-place repairs: their references are references too (orphans). */
+    final List<Meta> backups = new ArrayList<>();
     /** Every file under the roots, by the path Flink lists (deletions use it as is), sorted. */
     final Map<String, CheckpointScan.FileInfo> files = new TreeMap<>();
     /** {@code chk-*} directories without a {@code _metadata}, with the newest mtime in them. */
@@ -99,6 +108,7 @@ final class StoreScan {
                         withMetadata.add(dir);
                         s.metadata.add(new Meta(dir, id(dir), info));
                     }
+                    if (CheckpointScan.isBackup(name)) s.backups.add(new Meta(parent(st.path), id(parent(st.path)), info, name));
                 }
                 progress.report(s.directories, pending, s.files.size(), pool.size);
             }

@@ -197,4 +197,88 @@ public class OrphansHostileTest {
         assertTrue(orphans.get(0).message(), orphans.get(0).message().startsWith("1 file(s) older than an hour, 123 B,"));
         assertEquals(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, orphans.get(0).fix().action());
     }
+
+    /** The names of the files in a directory. */
+    private static java.util.Set<String> names(Path dir) throws Exception {
+        try (var s = Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).collect(Collectors.toCollection(java.util.TreeSet::new));
+        }
+    }
+
+    @Test(timeout = 120_000)
+    public void anInPlaceRepairsBackupAndTheFilesOnlyItReferencesAreNeverOrphans() throws Exception {
+        Path job = job();
+        Path chk = job.resolve("chk-7");
+        java.util.Set<String> before = names(chk);
+        CheckpointSurgeon.applyInPlace(chk, Surgery.removeState(Surgery.OperatorSelector.all(), "union-list"));
+        java.util.Set<String> now = new java.util.TreeSet<>();
+        for (var f : CheckpointSurgeon.references(chk)) now.add(Path.of(f.path()).getFileName().toString());
+        List<String> onlyBackup = before.stream().filter(n -> !n.equals("_metadata") && !now.contains(n))
+                .collect(Collectors.toList());
+        assertFalse("the repair left a file only the backup references", onlyBackup.isEmpty());
+        List<String> backups = names(chk).stream().filter(n -> n.startsWith("_metadata.backup-")).collect(Collectors.toList());
+        assertEquals(1, backups.size());
+        try (var s = Files.list(chk)) {
+            for (Path p : s.collect(Collectors.toList())) old(p); // a repair done hours ago
+        }
+        Path log = tmp.getRoot().toPath().resolve("log");
+        OrphanReport d = CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1), log);
+        Path orphan = job.resolve("shared").resolve("orphan");
+        assertEquals(List.of(orphan.toString()), d.deleted().stream().map(OrphanReport.Entry::path).collect(Collectors.toList()));
+        assertTrue(names(chk).containsAll(before));
+        assertTrue(names(chk).containsAll(backups));
+        // the intent is logged and flushed before the delete: a kill between the two leaves "deleting"
+        List<String> lines = Files.readAllLines(log).stream().filter(l -> !l.startsWith("#")).collect(Collectors.toList());
+        assertEquals(2, lines.size());
+        assertTrue(lines.get(0), lines.get(0).startsWith("deleting\t123\t") && lines.get(0).endsWith("\t" + orphan));
+        assertTrue(lines.get(1), lines.get(1).startsWith("deleted\t123\t") && lines.get(1).endsWith("\t" + orphan));
+    }
+
+    @Test(timeout = 120_000)
+    public void anUnreadableBackupBlocksDeletion() throws Exception {
+        Path job = job();
+        Path backup = job.resolve("chk-7").resolve("_metadata.backup-1764876000000");
+        Files.write(backup, new byte[] {1, 2, 3});
+        old(backup);
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1), tmp.getRoot().toPath().resolve("log"));
+            fail("deleted while a backup cannot be read");
+        } catch (CheckpointSurgeonException x) {
+            assertTrue(x.getMessage(), x.getMessage().contains(backup + " cannot be read"));
+        }
+        assertTrue(Files.exists(backup));
+        assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
+    }
+
+    @Test(timeout = 120_000)
+    public void aRepairsLockRefusesDeletion() throws Exception {
+        Path job = job();
+        Path chk = job.resolve("chk-7");
+        // the commit lock of a repair in place: flock on its directory, held by another process
+        Process holder = new ProcessBuilder("flock", "-x", chk.toString(), "-c", "echo held; exec sleep 60")
+                .redirectErrorStream(true).start();
+        try {
+            assertEquals("held", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
+            CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1), tmp.getRoot().toPath().resolve("log"));
+            fail("deleted while a repair holds " + chk);
+        } catch (CheckpointSurgeonException x) {
+            assertEquals(x.getMessage(), CheckpointSurgeonException.Code.LOCKED, x.code());
+            assertTrue(x.getMessage(), x.getMessage().contains(chk + " is locked by another repair"));
+        } finally {
+            holder.destroyForcibly().waitFor();
+        }
+        assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
+        // a repair's lock object (Flink file systems) is no orphan, and blocks while it exists
+        Path lock = chk.resolve(io.checkpointsurgeon.flink.RemoteCheckpoint.LOCK_NAME);
+        Files.write(lock, new byte[] {'x'});
+        old(lock);
+        try {
+            CheckpointSurgeon.deleteOrphans(List.of(job.getParent()), List.of(), Duration.ofHours(1), tmp.getRoot().toPath().resolve("log"));
+            fail("deleted while " + lock + " exists");
+        } catch (CheckpointSurgeonException x) {
+            assertTrue(x.getMessage(), x.getMessage().contains(lock + " exists"));
+        }
+        assertTrue(Files.exists(lock));
+        assertTrue(Files.exists(job.resolve("shared").resolve("orphan")));
+    }
 }

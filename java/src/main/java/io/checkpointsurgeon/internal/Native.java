@@ -171,6 +171,22 @@ public final class Native {
         NativeBridge.unlockDirectory(id);
     }
 
+    /**
+     * Why a repair holds {@code dir}'s commit lock now, or null: the lock is tried without waiting
+     * and released at once. A directory gone or unreadable meanwhile holds no lock of a repair.
+     */
+    public static String lockHeld(Path dir) throws CheckpointSurgeonException {
+        long id;
+        try {
+            id = lockDirectory(dir);
+        } catch (CheckpointSurgeonException e) {
+            if (e.code() == CheckpointSurgeonException.Code.LOCKED) return e.getMessage();
+            return null;
+        }
+        unlockDirectory(id);
+        return null;
+    }
+
     /** The native library's version and platform ({@code 0.2.0 for linux-x86_64}), loading it if needed. */
     public static String library() throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
