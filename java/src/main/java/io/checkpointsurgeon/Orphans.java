@@ -65,6 +65,7 @@ final class Orphans {
         List<String> blockers = new ArrayList<>();
         Map<Path, String> referencedBy = new HashMap<>();
         Map<Path, Path> realDirs = new HashMap<>();
+        MisnamedRoots misnamed = new MisnamedRoots();
         for (CheckpointScan.Metadata m : metadata) {
             if (m.file == null) {
                 blockers.add(m.metadata() + " is " + m.notRegular + ": the files it references are not known");
@@ -76,6 +77,7 @@ final class Orphans {
             try {
                 for (CheckpointScan.Ref r : CheckpointScan.references(m, realDirs)) {
                     if (r.local != null) referencedBy.putIfAbsent(r.local, m.dir.toString());
+                    misnamed.reference(m.metadata().toString(), r.local != null ? r.local.toString() : r.name);
                 }
             } catch (CheckpointSurgeonException e) {
                 blockers.add(m.metadata() + " cannot be read, so the files it references are not known: " + e.getMessage());
@@ -93,6 +95,7 @@ final class Orphans {
             CheckpointScan.FileInfo info = e.getValue();
             String name = f.getFileName().toString();
             if (name.equals("_metadata")) continue;
+            misnamed.listed(f.toString(), f.toString());
             String by = referencedBy.get(f);
             if (by != null) {
                 kept.add(new OrphanReport.Entry(f.toString(), info.size, info.mtime, null, by));
@@ -112,6 +115,7 @@ final class Orphans {
             bytes += byAge(f, new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null), info, ageLimit,
                     young, orphans, out.orphans);
         }
+        misnamed.addBlockers(blockers);
         byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         List<String> skipped = new ArrayList<>();
         for (Map.Entry<Path, String> e : s.skipped.entrySet()) skipped.add(e.getKey() + " (" + e.getValue() + ")");

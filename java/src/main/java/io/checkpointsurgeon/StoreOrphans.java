@@ -59,6 +59,7 @@ final class StoreOrphans {
         long ageLimit = now - olderThan.toMillis();
         List<String> blockers = new ArrayList<>();
         Map<String, String> referencedBy = new HashMap<>();
+        MisnamedRoots misnamed = new MisnamedRoots();
         List<Object> refs = pool.map(metadata, m -> {
             try {
                 return StoreScan.references(m, StoreScan.read(m));
@@ -79,7 +80,11 @@ final class StoreOrphans {
             }
             @SuppressWarnings("unchecked")
             List<CheckpointScan.Ref> rs = (List<CheckpointScan.Ref>) refs.get(i);
-            for (CheckpointScan.Ref r : rs) referencedBy.putIfAbsent(FlinkFileSystems.normalize(r.name), m.dir);
+            for (CheckpointScan.Ref r : rs) {
+                String key = FlinkFileSystems.normalize(r.name);
+                referencedBy.putIfAbsent(key, m.dir);
+                misnamed.reference(m.metadata(), key);
+            }
         }
         Scan out = new Scan();
         List<OrphanReport.Entry> orphans = new ArrayList<>();
@@ -91,7 +96,9 @@ final class StoreOrphans {
             CheckpointScan.FileInfo info = e.getValue();
             String name = StoreScan.name(f);
             if (name.equals("_metadata")) continue;
-            String by = referencedBy.get(FlinkFileSystems.normalize(f));
+            String key = FlinkFileSystems.normalize(f);
+            misnamed.listed(key, f);
+            String by = referencedBy.get(key);
             if (by != null) {
                 kept.add(new OrphanReport.Entry(f, info.size, info.mtime, null, by));
                 continue;
@@ -101,6 +108,7 @@ final class StoreOrphans {
             bytes += Orphans.byAge(f, new OrphanReport.Entry(f, info.size, info.mtime, kind, null), info, ageLimit,
                     young, orphans, out.orphans);
         }
+        misnamed.addBlockers(blockers);
         Orphans.byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         out.report = new OrphanReport(s.roots, alsoNames, metadata.size(), s.files.size(), s.directories, orphans,
                 bytes, young, kept, List.of(), blockers, List.of(), null);
