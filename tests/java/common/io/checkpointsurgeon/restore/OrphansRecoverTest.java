@@ -303,7 +303,7 @@ public class OrphansRecoverTest {
                     CliProcess.Result refused = deleteOnce(work, base, "held", logs, outcomes);
                     assertEquals(refused.output, 2, refused.exitCode);
                     assertTrue(refused.output, refused.output.contains(chk + " has no _metadata and changed"));
-                    assertTrue(refused.output, refused.output.contains("a checkpoint in progress"));
+                    assertTrue(refused.output, refused.output.contains("a checkpoint or savepoint in progress"));
                     inProgress.addAll(young(base));
                     Set<String> atZero = new TreeSet<>();
                     for (io.checkpointsurgeon.OrphanReport.Entry e : CheckpointSurgeon.orphans(List.of(base), List.of(),
@@ -351,7 +351,7 @@ public class OrphansRecoverTest {
         } else {
             assertEquals(r.output, 2, r.exitCode);
             assertTrue(r.output, r.output.contains("nothing deleted: "));
-            outcomes.add(r.output.contains("a checkpoint in progress") ? "refused: chk-* in progress"
+            outcomes.add(r.output.contains("a checkpoint or savepoint in progress") ? "refused: chk-* in progress"
                     : r.output.contains("written after the scan started") ? "refused: newer _metadata"
                     : "refused: " + r.output.trim());
         }
