@@ -71,6 +71,7 @@ final class Orphans {
         List<String> blockers = new ArrayList<>();
         Map<Path, String> referencedBy = new HashMap<>();
         Map<Path, Path> realDirs = new HashMap<>();
+        MisnamedRoots misnamed = new MisnamedRoots();
         for (CheckpointScan.Metadata m : readers) {
             if (m.file == null) {
                 blockers.add(m.metadata() + " is " + m.notRegular + ": the files it references are not known");
@@ -82,6 +83,7 @@ final class Orphans {
             try {
                 for (CheckpointScan.Ref r : CheckpointScan.references(m, realDirs)) {
                     if (r.local != null) referencedBy.putIfAbsent(r.local, m.dir.toString());
+                    misnamed.reference(m.metadata().toString(), r.local != null ? r.local.toString() : r.name);
                 }
             } catch (CheckpointSurgeonException e) {
                 blockers.add(m.metadata() + " cannot be read, so the files it references are not known: " + e.getMessage());
@@ -106,6 +108,7 @@ final class Orphans {
                 blockers.add(lockObjectHeld(f));
                 continue;
             }
+            misnamed.listed(f.toString(), f.toString());
             String by = referencedBy.get(f);
             if (by != null) {
                 kept.add(new OrphanReport.Entry(f.toString(), info.size, info.mtime, null, by));
@@ -125,6 +128,7 @@ final class Orphans {
             bytes += byAge(f, new OrphanReport.Entry(f.toString(), info.size, info.mtime, kind, null), info, ageLimit,
                     young, orphans, out.orphans);
         }
+        misnamed.addBlockers(blockers);
         byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         List<String> skipped = new ArrayList<>();
         for (Map.Entry<Path, String> e : s.skipped.entrySet()) skipped.add(e.getKey() + " (" + e.getValue() + ")");

@@ -63,6 +63,7 @@ final class StoreOrphans {
         long ageLimit = now - olderThan.toMillis();
         List<String> blockers = new ArrayList<>();
         Map<String, String> referencedBy = new HashMap<>();
+        MisnamedRoots misnamed = new MisnamedRoots();
         List<Object> refs = pool.map(readers, m -> {
             try {
                 return StoreScan.references(m, StoreScan.read(m));
@@ -83,7 +84,11 @@ final class StoreOrphans {
             }
             @SuppressWarnings("unchecked")
             List<CheckpointScan.Ref> rs = (List<CheckpointScan.Ref>) refs.get(i);
-            for (CheckpointScan.Ref r : rs) referencedBy.putIfAbsent(FlinkFileSystems.normalize(r.name), m.dir);
+            for (CheckpointScan.Ref r : rs) {
+                String key = FlinkFileSystems.normalize(r.name);
+                referencedBy.putIfAbsent(key, m.dir);
+                misnamed.reference(m.metadata(), key);
+            }
         }
         Scan out = new Scan();
         List<OrphanReport.Entry> orphans = new ArrayList<>();
@@ -99,7 +104,9 @@ final class StoreOrphans {
                 blockers.add(Orphans.lockObjectHeld(f));
                 continue;
             }
-            String by = referencedBy.get(FlinkFileSystems.normalize(f));
+            String key = FlinkFileSystems.normalize(f);
+            misnamed.listed(key, f);
+            String by = referencedBy.get(key);
             if (by != null) {
                 kept.add(new OrphanReport.Entry(f, info.size, info.mtime, null, by));
                 continue;
@@ -109,6 +116,7 @@ final class StoreOrphans {
             bytes += Orphans.byAge(f, new OrphanReport.Entry(f, info.size, info.mtime, kind, null), info, ageLimit,
                     young, orphans, out.orphans);
         }
+        misnamed.addBlockers(blockers);
         Orphans.byAge(s.incomplete, now, olderThan, blockers, out.incompleteDirs);
         out.report = new OrphanReport(s.roots, alsoNames, metadata.size(), s.files.size(), s.directories, orphans,
                 bytes, young, kept, List.of(), blockers, List.of(), null);

@@ -250,4 +250,38 @@ public class OrphansS3Test {
         // the job restores from what it printed, after the deletion
         NumbersJob.runToEnd(conf("restored"), "restored", "op", next);
     }
+
+    /**
+     * A copy of a real incremental checkpoint whose absolute handles name another directory (as a
+     * job that named its storage differently than the roots): the same shared/<uuid> are listed but
+     * no reference matches them. A blocker; --delete refuses and deletes nothing.
+     */
+    @Test
+    public void rootsNamedDifferentlyThanTheJobBlockDeletion() throws Exception {
+        Path src = TestFiles.fixture("keyed-all-incremental");
+        String jobDir = "s3://" + BUCKET + "/misnamed/job";
+        List<Path> files;
+        try (var s = Files.walk(src)) {
+            files = s.filter(Files::isRegularFile).collect(java.util.stream.Collectors.toList());
+        }
+        for (Path f : files) put(jobDir + "/" + src.relativize(f), Files.readAllBytes(f));
+        Map<String, Long> before = objects(jobDir);
+        assertEquals(files.size(), before.size());
+        Thread.sleep(2000); // S3 keeps whole seconds: the _metadata must be older than the scan
+
+        OrphanReport r = CheckpointSurgeon.orphansAt(List.of(jobDir), List.of(), Duration.ZERO, 4);
+        assertTrue(r.deleteBlockers().toString(), r.deleteBlockers().stream().anyMatch(b -> b.startsWith(jobDir + "/chk-")
+                && b.contains("name the storage differently") && b.contains(jobDir + "/shared/")));
+        try {
+            OrphanReport d = CheckpointSurgeon.deleteOrphansAtUnsafeAge(List.of(jobDir), List.of(), Duration.ZERO,
+                    work.resolve("misnamed.log"), 4);
+            throw new AssertionError("deleted " + d.deleted().size() + " of " + files.size() + " files with the roots"
+                    + " named differently than the job");
+        } catch (io.checkpointsurgeon.CheckpointSurgeonException e) {
+            assertEquals(io.checkpointsurgeon.CheckpointSurgeonException.Code.VALIDATION, e.code());
+            assertTrue(e.getMessage(), e.getMessage().contains("give the roots as the job names them"));
+        }
+        assertEquals("nothing deleted", before, objects(jobDir));
+        assertFalse(Files.exists(work.resolve("misnamed.log")));
+    }
 }
