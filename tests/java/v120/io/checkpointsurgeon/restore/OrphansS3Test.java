@@ -91,6 +91,27 @@ public class OrphansS3Test {
         return out;
     }
 
+    /**
+     * {@link #objects} once two listings a second apart agree: the cancelled job's cluster may still
+     * discard a subsumed checkpoint while it shuts down (a listing then meets a vanished prefix).
+     */
+    private static Map<String, Long> settledObjects(String dir) throws Exception {
+        Map<String, Long> last = null;
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (System.currentTimeMillis() < deadline) {
+            Map<String, Long> now;
+            try {
+                now = objects(dir);
+            } catch (java.io.FileNotFoundException e) {
+                now = null;
+            }
+            if (now != null && now.equals(last)) return now;
+            last = now;
+            Thread.sleep(1000);
+        }
+        throw new AssertionError(dir + " kept changing for 60 s after the job ended");
+    }
+
     /** The retained checkpoints of a job directory (those with a {@code _metadata}), oldest first. */
     private static List<String> retained(Map<String, Long> objects) {
         List<String> out = new ArrayList<>();
@@ -135,7 +156,7 @@ public class OrphansS3Test {
         MiniClusterJob.Result job = NumbersJob.midStream(conf("s3"), "s3", "op", 3, NumbersJob.Ending.CANCEL, 5);
         String jobDir = job.checkpoint().substring(0, job.checkpoint().lastIndexOf('/'));
         assertTrue(jobDir, jobDir.startsWith("s3://" + BUCKET + "/checkpoints/"));
-        Map<String, Long> before = objects(jobDir);
+        Map<String, Long> before = settledObjects(jobDir);
         List<String> kept = retained(before);
         assertEquals(kept.toString(), 3, kept.size());
         Set<String> referenced = new TreeSet<>();
