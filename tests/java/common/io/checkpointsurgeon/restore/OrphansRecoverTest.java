@@ -225,26 +225,36 @@ public class OrphansRecoverTest {
         org.junit.Assume.assumeFalse("file merging needs Flink 1.20+",
                 System.getProperty("flink.version", "").startsWith("1.15"));
         Path work = tmp.getRoot().toPath().toRealPath();
-        Configuration c = conf(work.resolve("fm"), "fm");
-        FlinkConf.fileMerging(c);
-        MiniClusterJob.Result a = NumbersJob.midStream(c, "fm", "op", 4, NumbersJob.Ending.CANCEL);
-        List<Path> kept = retained(a.checkpointPath().getParent());
-        // the byte ranges of each physical file that the retained checkpoints reference
+        // Whether a retained checkpoint references a physical file only in part depends on the
+        // run's timing (seen: 7 of 30 files); a run without one is repeated, at most three times.
+        List<Path> kept = List.of();
         java.util.Map<Path, Long> referencedBytes = new java.util.TreeMap<>();
-        for (Path chk : kept) {
-            java.util.Set<String> seen = new java.util.HashSet<>();
-            for (StateFile f : CheckpointSurgeon.references(chk)) {
-                if (f.kind() != StateFile.Kind.SEGMENT || !seen.add(f.path() + "@" + f.start())) continue;
-                referencedBytes.merge(CheckpointSurgeon.localPath(f.path()).toAbsolutePath().normalize(), f.size(), Long::sum);
-            }
-        }
-        assertFalse("segments referenced", referencedBytes.isEmpty());
         Set<Path> partly = new TreeSet<>();
-        for (java.util.Map.Entry<Path, Long> e : referencedBytes.entrySet()) {
-            if (Files.size(e.getKey()) > e.getValue()) partly.add(e.getKey());
+        String fm = null;
+        for (int attempt = 1; attempt <= 3 && partly.isEmpty(); attempt++) {
+            fm = "fm" + attempt;
+            Configuration c = conf(work.resolve(fm), fm);
+            FlinkConf.fileMerging(c);
+            MiniClusterJob.Result a = NumbersJob.midStream(c, fm, "op", 4, NumbersJob.Ending.CANCEL);
+            kept = retained(a.checkpointPath().getParent());
+            // the byte ranges of each physical file that the retained checkpoints reference
+            referencedBytes = new java.util.TreeMap<>();
+            for (Path chk : kept) {
+                java.util.Set<String> seen = new java.util.HashSet<>();
+                for (StateFile f : CheckpointSurgeon.references(chk)) {
+                    if (f.kind() != StateFile.Kind.SEGMENT || !seen.add(f.path() + "@" + f.start())) continue;
+                    referencedBytes.merge(CheckpointSurgeon.localPath(f.path()).toAbsolutePath().normalize(), f.size(), Long::sum);
+                }
+            }
+            assertFalse("segments referenced", referencedBytes.isEmpty());
+            for (java.util.Map.Entry<Path, Long> e : referencedBytes.entrySet()) {
+                if (Files.size(e.getKey()) > e.getValue()) partly.add(e.getKey());
+            }
+            System.out.println("file merging, run " + attempt + ": " + partly.size() + " of " + referencedBytes.size()
+                    + " physical files only partly referenced");
         }
-        assertFalse("a physical file only partly referenced (seen: 7 of 30)", partly.isEmpty());
-        CliProcess.Result del = CliProcess.withFlink("orphans", work.resolve("fm").toString(), "--older-than", "0s",
+        assertFalse("a physical file only partly referenced in three runs", partly.isEmpty());
+        CliProcess.Result del = CliProcess.withFlink("orphans", work.resolve(fm).toString(), "--older-than", "0s",
                 "--unsafe-allow-young", "--delete", "--deletion-log", work.resolve("fm.log").toString()).run();
         assertEquals(del.output, 0, del.exitCode);
         for (Path p : referencedBytes.keySet()) assertTrue(p + " kept whole", Files.exists(p));
