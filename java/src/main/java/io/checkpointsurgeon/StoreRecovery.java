@@ -18,8 +18,8 @@ import java.util.Map;
 final class StoreRecovery {
     private StoreRecovery() {}
 
-    static RecoverReport run(List<String> roots, Map<String, Map.Entry<Long, String>> pointers, int parallelism)
-            throws CheckpointSurgeonException {
+    static RecoverReport run(List<String> roots, Map<String, Map.Entry<Long, String>> pointers,
+                             Map<String, String> removeCommands, int parallelism) throws CheckpointSurgeonException {
         try (StoreScan.Pool pool = new StoreScan.Pool(parallelism)) {
             StoreScan scan = StoreScan.list(roots, pool);
             List<RecoverReport.Candidate> out = new ArrayList<>();
@@ -42,7 +42,7 @@ final class StoreRecovery {
                 byDir.put(FlinkFileSystems.normalize(m.dir), c);
                 metas.put(FlinkFileSystems.normalize(m.dir), m);
             }
-            return Recovery.report(scan.roots, out, best, pointers, target -> {
+            return Recovery.report(scan.roots, out, best, pointers, removeCommands, target -> {
                 if (!FlinkFileSystems.isRemote(target)) return null; // not under these roots
                 String dir = FlinkFileSystems.normalize(target);
                 if (dir.endsWith("/_metadata")) dir = StoreScan.parent(dir);

@@ -6,6 +6,6 @@ import picocli.CommandLine.Command;
 @Command(name = "ha", mixinStandardHelpOptions = true,
         description = "HA CompletedCheckpoint files (ZooKeeper or Kubernetes HA storage dir). Needs the Flink jars "
                 + "of the cluster's version on the classpath.",
-        subcommands = {HaListCommand.class, HaRepairCommand.class})
+        subcommands = {HaListCommand.class, HaRepairCommand.class, HaRemoveCheckpointCommand.class})
 final class HaCommand {
 }

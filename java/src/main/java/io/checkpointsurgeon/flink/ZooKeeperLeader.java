@@ -71,16 +71,22 @@ public final class ZooKeeperLeader {
         try {
             List<KubernetesHa.Pointer> out = new ArrayList<>();
             for (String job : sorted(children(zk, base + "/jobs"))) {
-                pointers(zk, base + "/jobs/" + job + "/checkpoints", job, out);
+                pointers(zk, base + "/jobs/" + job + "/checkpoints", job, true, out);
             }
-            for (String job : sorted(children(zk, base + "/checkpoints"))) pointers(zk, base + "/checkpoints/" + job, job, out);
+            for (String job : sorted(children(zk, base + "/checkpoints"))) {
+                pointers(zk, base + "/checkpoints/" + job, job, false, out);
+            }
             return out;
         } finally {
             invoke(zk, "close");
         }
     }
 
-    private static void pointers(Object zk, String dir, String job, List<KubernetesHa.Pointer> out)
+    /**
+     * {@code lockSubPath}: Flink 1.15+'s layout, where a node without its {@code locks} child is
+     * marked for deletion (Flink's {@code ZooKeeperStateHandleStore} skips it on recovery).
+     */
+    private static void pointers(Object zk, String dir, String job, boolean lockSubPath, List<KubernetesHa.Pointer> out)
             throws CheckpointSurgeonException {
         for (String node : sorted(children(zk, dir))) {
             long id;
@@ -89,9 +95,81 @@ public final class ZooKeeperLeader {
             } catch (NumberFormatException notOne) {
                 continue; // not Flink's %019d checkpoint id
             }
-            byte[] handle = data(zk, dir + "/" + node);
-            if (handle != null) out.add(KubernetesHa.pointer(dir, node, id, job, handle));
+            Object stat = newStat();
+            byte[] handle = data(zk, dir + "/" + node, stat);
+            if (handle == null) continue;
+            boolean marked = lockSubPath && !children(zk, dir + "/" + node).contains(LOCKS);
+            out.add(KubernetesHa.pointer(dir, node, id, job, handle).at(String.valueOf(version(stat)), handle, marked));
         }
+    }
+
+    /**
+     * Removes the pointer's node, compare-and-set, the way Flink's ZooKeeperStateHandleStore removes
+     * one: its {@code locks} child (1.15+; deleting it marks the node for deletion) and the node, in
+     * one ZooKeeper transaction, the node at the data version the pointer was read at. A lock, an
+     * ephemeral node of a JobManager's session ({@code <node>/locks/<id>} from 1.15, {@code
+     * <node>/<id>} before), means a JobManager holds the checkpoint: Flink never removes a locked node,
+     * and neither does this (LOCKED). Any change since the read fails the transaction; then nothing changed.
+     */
+    public static void remove(String quorum, KubernetesHa.Pointer p) throws CheckpointSurgeonException {
+        String node = p.configMap + "/" + p.key;
+        Object zk = connect(quorum, "cannot remove " + node);
+        try {
+            Object stat = newStat();
+            if (data(zk, node, stat) == null) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.NOTHING_SELECTED, "ZooKeeper node "
+                        + node + " is gone already: nothing to remove");
+            }
+            if (!String.valueOf(version(stat)).equals(p.version)) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "ZooKeeper node " + node
+                        + " changed since it was read (data version " + p.version + ", now " + version(stat)
+                        + "): nothing was changed; run again");
+            }
+            List<String> locks = new ArrayList<>();
+            boolean lockSubPath = false;
+            for (String c : children(zk, node)) {
+                if (c.equals(LOCKS)) {
+                    lockSubPath = true;
+                    for (String l : children(zk, node + "/" + LOCKS)) locks.add(node + "/" + LOCKS + "/" + l);
+                } else {
+                    locks.add(node + "/" + c);
+                }
+            }
+            if (!locks.isEmpty()) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, "ZooKeeper node " + node
+                        + " is locked by a JobManager's session (" + String.join(", ", locks) + "): a JobManager still"
+                        + " holds checkpoint " + p.checkpointId + ". Flink removes no locked node; the lock goes with"
+                        + " the session (high-availability.zookeeper.client.session-timeout after the JobManager died)");
+            }
+            Class<?> op = Class.forName(SHADED + "Op");
+            Method delete = op.getMethod("delete", String.class, int.class);
+            List<Object> ops = new ArrayList<>();
+            if (lockSubPath) ops.add(delete.invoke(null, node + "/" + LOCKS, -1));
+            ops.add(delete.invoke(null, node, version(stat)));
+            zk.getClass().getMethod("multi", Iterable.class).invoke(zk, ops);
+        } catch (InvocationTargetException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "ZooKeeper node " + node
+                    + ": the removal failed (" + e.getCause() + "): the node changed since it was read; nothing was"
+                    + " changed (a ZooKeeper transaction is all or nothing); run again", e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper node " + node + ": " + e, e);
+        } finally {
+            invoke(zk, "close");
+        }
+    }
+
+    private static final String LOCKS = "locks";
+
+    private static Object newStat() throws CheckpointSurgeonException {
+        try {
+            return Class.forName(SHADED + "data.Stat").getConstructor().newInstance();
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, "ZooKeeper's Stat: " + e, e);
+        }
+    }
+
+    private static int version(Object stat) throws CheckpointSurgeonException {
+        return (Integer) invoke(stat, "getVersion");
     }
 
     private static List<String> sorted(List<String> names) {
@@ -150,18 +228,28 @@ public final class ZooKeeperLeader {
     }
 
     private static byte[] data(Object zk, String path) throws CheckpointSurgeonException {
-        return (byte[]) call(zk, "getData", path);
+        return (byte[]) call(zk, "getData", path, null);
     }
 
-    /** getChildren(path, false) or getData(path, false, null); null when the node does not exist. */
+    /** The node's data, and its version etc. into {@code stat}; null when the node does not exist. */
+    private static byte[] data(Object zk, String path, Object stat) throws CheckpointSurgeonException {
+        return (byte[]) call(zk, "getData", path, stat);
+    }
+
     private static Object call(Object zk, String name, String path) throws CheckpointSurgeonException {
+        return call(zk, name, path, null);
+    }
+
+    /** getChildren(path, false) or getData(path, false, stat); null when the node does not exist. */
+    private static Object call(Object zk, String name, String path, Object stat) throws CheckpointSurgeonException {
         try {
             for (Method m : zk.getClass().getMethods()) {
                 if (!m.getName().equals(name) || m.getParameterCount() != (name.equals("getData") ? 3 : 2)
                         || m.getParameterTypes()[0] != String.class || m.getParameterTypes()[1] != boolean.class) {
                     continue;
                 }
-                return name.equals("getData") ? m.invoke(zk, path, false, null) : m.invoke(zk, path, false);
+                if (name.equals("getData") && !m.getParameterTypes()[2].getSimpleName().equals("Stat")) continue;
+                return name.equals("getData") ? m.invoke(zk, path, false, stat) : m.invoke(zk, path, false);
             }
             throw new NoSuchMethodException(name);
         } catch (InvocationTargetException e) {
