@@ -7,6 +7,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.cli.InProcessCli;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.flink.StateFile;
@@ -279,6 +280,13 @@ public class KubernetesHaRepairTest {
         // only the pointer to the broken checkpoint is named
         assertEquals(r.toString(), 1, r.output.split("\nHA pointer ", -1).length - 1);
 
+        // --json names the same command
+        InProcessCli.Run json = InProcessCli.run(kubernetes("recover", cluster.checkpoints.toString(), "--json"));
+        Map<?, ?> report = (Map<?, ?>) Json.parse(json.out);
+        List<?> brokenPointers = (List<?>) report.get("brokenHaPointers");
+        assertEquals(json.toString(), 1, brokenPointers.size());
+        assertEquals(command, ((Map<?, ?>) brokenPointers.get(0)).get("removeCommand"));
+
         // ---- compare-and-set: a pointer read before the ConfigMap changed removes nothing. ----------
         String configMap = HaCluster.CLUSTER_ID + "-" + job + "-config-map";
         String key = String.format("checkpointID-%019d", newest);
@@ -322,11 +330,12 @@ public class KubernetesHaRepairTest {
         assertTrue("the older pointer stays: " + data.keySet(), data.keySet().stream()
                 .anyMatch(k -> k.startsWith("checkpointID-") && !k.equals(key)));
 
-        CliProcess.Result again = CliProcess.withFlinkAsPrinted(command + " --apply").run();
-        assertEquals(again.toString(), 2, again.exitCode);
-        assertTrue(again.toString(), again.output.contains("error [NOTHING_SELECTED]: no pointer to checkpoint " + newest));
-        CliProcess.Result after = CliProcess.withFlink(kubernetes("recover", cluster.checkpoints.toString())).run();
-        assertFalse(after.toString(), after.output.contains("HA pointer "));
+        InProcessCli.Run again = InProcessCli.run(ZooKeeperHaRecoverTest.words(command + " --apply"));
+        assertEquals(again.toString(), 2, again.code);
+        assertTrue(again.toString(), again.err.contains("error [NOTHING_SELECTED]: no pointer to checkpoint " + newest));
+        InProcessCli.Run after = InProcessCli.run(kubernetes("recover", cluster.checkpoints.toString()));
+        assertEquals(after.toString(), 4, after.code);
+        assertFalse(after.toString(), after.out.contains("HA pointer "));
     }
 
     /** An API server that does not answer is an IO error naming its URL, at once (no retries). */

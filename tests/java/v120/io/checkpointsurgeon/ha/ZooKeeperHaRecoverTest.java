@@ -8,6 +8,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.cli.InProcessCli;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.flink.ZooKeeperLeader;
 import io.checkpointsurgeon.flink.StateFile;
@@ -74,6 +75,7 @@ public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
      * data and file under fresh names; a second run finds nothing; the job recovers the next one.
      */
     private void removeCheckpointAsPrinted(JobID job, long newest, String node, String command) throws Exception {
+        long t0 = System.nanoTime();
         Path haFile = cluster.haFilesById(job).get(newest);
         long previous = cluster.haFilesById(job).keySet().stream().filter(id -> id < newest).max(Long::compare).orElseThrow();
         byte[] fileBytes = Files.readAllBytes(haFile);
@@ -93,10 +95,11 @@ public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
         assertTrue(plan.output, plan.output.contains("would remove ZooKeeper node " + node));
         assertTrue("planned only", zk.children(parent).containsKey(name) && Files.exists(haFile));
 
-        CliProcess.Result healthy = CliProcess.withFlinkAsPrinted(command.replace("--checkpoint-id " + newest,
-                "--checkpoint-id " + previous) + " --apply").run();
-        assertEquals(healthy.output, 2, healthy.exitCode);
-        assertTrue(healthy.output, healthy.output.contains("error [INVALID_ARGUMENT]: checkpoint " + previous + " (file:"
+        // (the other runs in this JVM: a process of its own is a JVM start and Flink's class loading)
+        InProcessCli.Run healthy = InProcessCli.run(words(command.replace("--checkpoint-id " + newest,
+                "--checkpoint-id " + previous) + " --apply"));
+        assertEquals(healthy.toString(), 2, healthy.code);
+        assertTrue(healthy.toString(), healthy.err.contains("error [INVALID_ARGUMENT]: checkpoint " + previous + " (file:"
                 + cluster.checkpointDir(job, previous) + ") restores: removing its pointer makes Flink recover an older"
                 + " checkpoint and lose the progress since; give --even-if-restorable"));
 
@@ -118,13 +121,13 @@ public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
         long deadline = System.currentTimeMillis() + HaCluster.TIMEOUT_MS;
         while (zk.children(node + "/locks").isEmpty() && System.currentTimeMillis() < deadline) Thread.sleep(50);
         assertFalse("the recovering JobManager locked " + node, zk.children(node + "/locks").isEmpty());
-        CliProcess.Result leading = CliProcess.withFlinkAsPrinted(command + " --apply").run();
-        assertEquals(leading.output, 2, leading.exitCode);
-        assertTrue(leading.output, leading.output.contains("error [LOCKED]: a JobManager holds or waits for the leadership"
-                + " of cluster '" + HaCluster.CLUSTER_ID + "'") && leading.output.contains("--force"));
-        CliProcess.Result locked = CliProcess.withFlinkAsPrinted(command + " --apply --force").run();
-        assertEquals(locked.output, 2, locked.exitCode);
-        assertTrue(locked.output, locked.output.contains("error [LOCKED]: ZooKeeper node " + node + " is locked by a"
+        InProcessCli.Run leading = InProcessCli.run(words(command + " --apply"));
+        assertEquals(leading.toString(), 2, leading.code);
+        assertTrue(leading.toString(), leading.err.contains("error [LOCKED]: a JobManager holds or waits for the leadership"
+                + " of cluster '" + HaCluster.CLUSTER_ID + "'") && leading.err.contains("--force"));
+        InProcessCli.Run locked = InProcessCli.run(words(command + " --apply --force"));
+        assertEquals(locked.toString(), 2, locked.code);
+        assertTrue(locked.toString(), locked.err.contains("error [LOCKED]: ZooKeeper node " + node + " is locked by a"
                 + " JobManager's session (" + node + "/locks/"));
         cluster.crash();
         assertTrue("nothing removed while refused", zk.children(parent).containsKey(name) && Files.exists(haFile));
@@ -152,17 +155,25 @@ public class ZooKeeperHaRecoverTest extends ZooKeeperHaCase {
         assertFalse("the node is gone", zk.children(parent).containsKey(name));
         assertFalse("the file moved", Files.exists(haFile));
 
-        CliProcess.Result again = CliProcess.withFlinkAsPrinted(command + " --apply").run();
-        assertEquals(again.output, 2, again.exitCode);
-        assertTrue(again.output, again.output.contains("error [NOTHING_SELECTED]: no pointer to checkpoint " + newest
+        InProcessCli.Run again = InProcessCli.run(words(command + " --apply"));
+        assertEquals(again.toString(), 2, again.code);
+        assertTrue(again.toString(), again.err.contains("error [NOTHING_SELECTED]: no pointer to checkpoint " + newest
                 + " of job " + job + " in the cluster's ZooKeeper nodes: nothing to remove"));
 
-        CliProcess.Result after = CliProcess.withFlink("recover", cluster.checkpoints.toString(), "--zookeeper-quorum",
-                zk.connectString(), "--cluster-id", HaCluster.CLUSTER_ID).run();
-        assertFalse(after.output, after.output.contains("HA pointer "));
+        InProcessCli.Run after = InProcessCli.run("recover", cluster.checkpoints.toString(), "--zookeeper-quorum",
+                zk.connectString(), "--cluster-id", HaCluster.CLUSTER_ID);
+        assertEquals(after.toString(), 4, after.code);
+        assertFalse(after.toString(), after.out.contains("HA pointer "));
 
         // a JobManager on the same HA services recovers the next retained checkpoint, exact values
         cluster.recoverAndCheckpoint(job, "after ha remove-checkpoint");
         HaCluster.assertRestoredFrom(previous, "after ha remove-checkpoint");
+        System.err.printf("ha remove-checkpoint steps: %.1f s%n", (System.nanoTime() - t0) / 1e9);
+    }
+
+    /** The words of a printed command line without quotes (these have none), after "checkpoint-surgeon". */
+    static String[] words(String commandLine) {
+        assertTrue(commandLine, commandLine.startsWith("checkpoint-surgeon ") && !commandLine.contains("'"));
+        return commandLine.substring("checkpoint-surgeon ".length()).split(" ");
     }
 }

@@ -103,10 +103,15 @@ final class HaRemoveCheckpointCommand extends BaseCommand {
             Path kept = PointerRemoval.keep(dir, base + (ha != null ? ".configmap-value" : ".zookeeper-node")
                     + PointerRemoval.KEPT, p.value());
             out.println("kept the pointer's value in " + TextRenderer.printable(kept));
-            if (ha != null) {
-                ha.remove(p);
-            } else {
-                ZooKeeperLeader.remove(zookeeperQuorum, p);
+            try {
+                if (ha != null) {
+                    ha.remove(p);
+                } else {
+                    ZooKeeperLeader.remove(zookeeperQuorum, p);
+                }
+            } catch (CheckpointSurgeonException e) {
+                throw new CheckpointSurgeonException(e.code(), e.getMessage() + " (this run's copy of the value, "
+                        + kept + ", is left)", e);
             }
             out.println("removed " + name + " (version " + p.version + ")");
             StringBuilder log = new StringBuilder().append(Instant.now()).append(" removed ").append(name)

@@ -37,7 +37,7 @@ import java.util.regex.Pattern;
  * RetrievableStreamStateHandle} around a {@code FileStateHandle}, wrapped in a {@code
  * StateHandleWithDeleteMarker} from 1.15. A leader ConfigMap ({@code <cluster-id>-cluster-config-map}
  * from 1.15, one per component up to 1.14) carries the lease in the annotation
- * {@value #LEADER_ANNOTATION}.
+ * {@value #LEADER_ANNOTATION}. The one write is {@link #remove}, of one checkpoint pointer.
  */
 public final class KubernetesHa implements AutoCloseable {
     private static final String FABRIC8 = "org.apache.flink.kubernetes.shaded.io.fabric8.kubernetes.client.";

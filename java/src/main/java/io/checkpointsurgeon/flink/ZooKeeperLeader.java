@@ -10,8 +10,8 @@ import java.util.List;
 
 /**
  * A cluster's ZooKeeper HA nodes, read with the ZooKeeper client Flink ships
- * (flink-shaded-zookeeper-3, on the class path with Flink's jars): its checkpoint pointers, and
- * whether a JobManager holds leadership. A JobManager that
+ * (flink-shaded-zookeeper-3, on the class path with Flink's jars): its checkpoint pointers (and
+ * the removal of one, {@link #remove}), and whether a JobManager holds leadership. A JobManager that
  * runs has an ephemeral node under the cluster's leader latch: {@code <root>/<cluster-id>/leader/latch}
  * (one latch for all components, as Flink 1.20 writes it; {@code <root>/<cluster-id>/latch} is
  * checked too) or {@code <root>/<cluster-id>/leaderlatch/<component>} (up to 1.14). The leader's
