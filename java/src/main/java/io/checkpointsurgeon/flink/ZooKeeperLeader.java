@@ -13,8 +13,9 @@ import java.util.List;
  * (flink-shaded-zookeeper-3, on the class path with Flink's jars): its checkpoint pointers (and
  * the removal of one, {@link #remove}), and whether a JobManager holds leadership. A JobManager that
  * runs has an ephemeral node under the cluster's leader latch: {@code <root>/<cluster-id>/leader/latch}
- * (one latch for all components, as Flink 1.20 writes it; {@code <root>/<cluster-id>/latch} is
- * checked too) or {@code <root>/<cluster-id>/leaderlatch/<component>} (up to 1.14). The leader's
+ * (one latch for all components, as Flink 1.15+ writes it; {@code <root>/<cluster-id>/latch} is
+ * checked too), {@code <root>/<cluster-id>/leader/<component>/latch} (1.14) or
+ * {@code <root>/<cluster-id>/leaderlatch/<component>} (up to 1.13). The leader's
  * address is in {@code <root>/<cluster-id>/leader/<component>/connection_info} (or
  * {@code .../leader/<component>} up to 1.14), written by an ObjectOutputStream as a UTF string (the
  * address) and the session id.
@@ -36,6 +37,11 @@ public final class ZooKeeperLeader {
             List<String> contenders = new ArrayList<>();
             for (String latch : new String[] {base + "/leader/latch", base + "/latch"}) {
                 for (String c : children(zk, latch)) contenders.add(latch + "/" + c);
+            }
+            // 1.14: a latch per component, <root>/<cluster-id>/leader/<component>/latch
+            for (String component : children(zk, base + "/leader")) {
+                String latch = base + "/leader/" + component + "/latch";
+                if (!component.equals("latch")) for (String c : children(zk, latch)) contenders.add(latch + "/" + c);
             }
             for (String component : children(zk, base + "/leaderlatch")) {
                 for (String c : children(zk, base + "/leaderlatch/" + component)) {
@@ -60,7 +66,7 @@ public final class ZooKeeperLeader {
 
     /**
      * The cluster's checkpoint pointers: the nodes {@code <root>/<cluster-id>/jobs/<job id>/checkpoints/<id>}
-     * (Flink 1.15+; {@code <root>/<cluster-id>/checkpoints/<job id>/<id>} up to 1.14), each holding a
+     * (Flink 1.14+; {@code <root>/<cluster-id>/checkpoints/<job id>/<id>} up to 1.13), each holding a
      * Java-serialized RetrievableStreamStateHandle of a completedCheckpoint file; a pointer's
      * {@code configMap} is the node's parent, its {@code key} the node's name.
      */
@@ -70,8 +76,10 @@ public final class ZooKeeperLeader {
         Object zk = connect(quorum, "cannot read the cluster's checkpoint pointers");
         try {
             List<KubernetesHa.Pointer> out = new ArrayList<>();
+            // 1.15's single leader latch; 1.14 has per-component latches (and the same /jobs layout)
+            boolean since115 = data(zk, base + "/leader/latch") != null;
             for (String job : sorted(children(zk, base + "/jobs"))) {
-                pointers(zk, base + "/jobs/" + job + "/checkpoints", job, true, out);
+                pointers(zk, base + "/jobs/" + job + "/checkpoints", job, since115, out);
             }
             for (String job : sorted(children(zk, base + "/checkpoints"))) {
                 pointers(zk, base + "/checkpoints/" + job, job, false, out);
@@ -83,23 +91,34 @@ public final class ZooKeeperLeader {
     }
 
     /**
-     * {@code lockSubPath}: Flink 1.15+'s layout, where a node without its {@code locks} child is
-     * marked for deletion (Flink's {@code ZooKeeperStateHandleStore} skips it on recovery).
+     * The pointers under {@code dir}. From Flink 1.15 a live node has a {@code locks} child, and one
+     * without it is marked for deletion (Flink's {@code ZooKeeperStateHandleStore} skips it on
+     * recovery); up to 1.14 the locks are the node's own children, and nothing marks a node. The
+     * version shows in {@code since115} (the cluster's leader latch) or in a sibling's {@code locks}.
      */
-    private static void pointers(Object zk, String dir, String job, boolean lockSubPath, List<KubernetesHa.Pointer> out)
+    private static void pointers(Object zk, String dir, String job, boolean since115, List<KubernetesHa.Pointer> out)
             throws CheckpointSurgeonException {
+        List<String> nodes = new ArrayList<>();
+        List<List<String>> nodeChildren = new ArrayList<>();
         for (String node : sorted(children(zk, dir))) {
-            long id;
             try {
-                id = Long.parseLong(node);
+                Long.parseLong(node);
             } catch (NumberFormatException notOne) {
                 continue; // not Flink's %019d checkpoint id
             }
+            List<String> c = children(zk, dir + "/" + node);
+            since115 |= c.contains(LOCKS);
+            nodes.add(node);
+            nodeChildren.add(c);
+        }
+        for (int i = 0; i < nodes.size(); i++) {
+            String node = nodes.get(i);
             Object stat = newStat();
             byte[] handle = data(zk, dir + "/" + node, stat);
             if (handle == null) continue;
-            boolean marked = lockSubPath && !children(zk, dir + "/" + node).contains(LOCKS);
-            out.add(KubernetesHa.pointer(dir, node, id, job, handle).at(String.valueOf(version(stat)), handle, marked));
+            boolean marked = since115 && !nodeChildren.get(i).contains(LOCKS);
+            out.add(KubernetesHa.pointer(dir, node, Long.parseLong(node), job, handle)
+                    .at(String.valueOf(version(stat)), handle, marked));
         }
     }
 
