@@ -416,7 +416,8 @@ public final class KubernetesHa implements AutoCloseable {
                         + " update: " + describe(c) + "): nothing was changed; run again", c);
             }
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "Kubernetes API server " + masterUrl
-                    + ": cannot update " + what + ": " + describe(c), c);
+                    + ": updating " + what + " failed (" + describe(c) + "); if the request reached the server, the"
+                    + " key is gone, else unchanged: run again to see which", c);
         }
     }
 

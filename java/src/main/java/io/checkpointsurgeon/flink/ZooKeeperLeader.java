@@ -167,9 +167,16 @@ public final class ZooKeeperLeader {
             ops.add(delete.invoke(null, node, version(stat)));
             zk.getClass().getMethod("multi", Iterable.class).invoke(zk, ops);
         } catch (InvocationTargetException e) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "ZooKeeper node " + node
-                    + ": the removal failed (" + e.getCause() + "): the node changed since it was read; nothing was"
-                    + " changed (a ZooKeeper transaction is all or nothing); run again", e.getCause());
+            String cause = e.getCause().getClass().getSimpleName();
+            if (cause.equals("BadVersionException") || cause.equals("NotEmptyException") || cause.equals("NoNodeException")) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "ZooKeeper node " + node
+                        + ": the removal failed (" + e.getCause() + "): the node changed since it was read; nothing was"
+                        + " changed (a ZooKeeper transaction is all or nothing); run again", e.getCause());
+            }
+            // a lost connection may or may not have committed the transaction
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper node " + node + ": the"
+                    + " removal's outcome is unknown (" + e.getCause() + "): the node is either removed whole or"
+                    + " unchanged; run again to see which", e.getCause());
         } catch (ReflectiveOperationException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "ZooKeeper node " + node + ": " + e, e);
         } finally {
