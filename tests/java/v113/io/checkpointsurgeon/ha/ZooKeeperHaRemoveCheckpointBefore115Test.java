@@ -27,8 +27,12 @@ public class ZooKeeperHaRemoveCheckpointBefore115Test extends ZooKeeperHaCase {
 
     @Test
     public void removedPointerLetsTheJobRecoverTheNextCheckpoint() throws Exception {
-        JobID job = cluster.startV2FromV1();
-        cluster.recoverAndCheckpoint(job, "recovery 1");
+        // the v2 job alone (it records what it restores): two retained HA checkpoints holding every key
+        cluster.start();
+        JobID job = cluster.submit(env -> HaJobs.consumerJob(env, false), null);
+        cluster.awaitRunning(job);
+        cluster.awaitHaCheckpoint(job, cluster.awaitCheckpointHoldingEveryKey(job));
+        cluster.crash();
         Map<Long, Path> ha = cluster.haFilesById(job);
         long newest = Collections.max(ha.keySet());
         long previous = ha.keySet().stream().filter(id -> id < newest).max(Long::compare).orElseThrow();

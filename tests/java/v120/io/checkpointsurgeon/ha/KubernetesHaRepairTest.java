@@ -336,6 +336,14 @@ public class KubernetesHaRepairTest {
         InProcessCli.Run after = InProcessCli.run(kubernetes("recover", cluster.checkpoints.toString()));
         assertEquals(after.toString(), 4, after.code);
         assertFalse(after.toString(), after.out.contains("HA pointer "));
+
+        // ---- A new JobManager recovers the job from the key left and checkpoints on (a restore of
+        // the broken one would fail every restart, and no checkpoint would complete). ---------------
+        cluster.start();
+        cluster.awaitRunning(job);
+        long next = cluster.awaitHaCheckpoint(job, newest);
+        assertEquals(JobStatus.RUNNING, cluster.status(job));
+        assertTrue(next > newest);
     }
 
     /** An API server that does not answer is an IO error naming its URL, at once (no retries). */
