@@ -4,14 +4,16 @@
 # in one invocation. Not part of `gradle test`.
 #
 #   bash bench/orphans.sh [--dir /tmp/checkpoint-surgeon-orphans-bench] [--runs 3] [--keep]
-#   bash bench/orphans.sh --s3 [--s3-jobs 2] [--list-parallelism 8] [--runs 3]
+#   bash bench/orphans.sh --s3 [--s3-jobs 10] [--list-parallelism 8] [--runs 3]
 #
-# --s3: the first --s3-jobs jobs of the same tree (2: 20,000 files, 200 checkpoints) uploaded to
-# S3Proxy (in-memory store, its own JVM on 127.0.0.1; bucket "bench", prefix orphans/), then, paired
+# --s3: the same tree (all 10 jobs by default: 100,000 files, 1,000 checkpoints; --s3-jobs N takes
+# the first N jobs) uploaded to S3Proxy (in-memory store, its own JVM on 127.0.0.1; bucket "bench",
+# prefix orphans/), then, paired
 # run by run: `orphans s3://bench/orphans` (the CLI with Flink 1.20's jars and its S3 plugin;
 # --list-parallelism N and 1), Flink's FileSystem.listStatus directory by directory in one thread
 # (the same client, no parsing), and one flat ListObjectsV2 of the prefix over plain HTTP (the
-# floor of any lister). The upload is plain HTTP PUTs (S3Proxy runs with authorization=none).
+# floor of any lister). The upload is plain HTTP PUTs, 8 at once from one JVM (S3Proxy runs with
+# authorization=none); it is not timed as a route.
 # Needs `gradle --no-daemon jar benchClasspath` (build/bench/*.txt).
 #
 # Input: 10 jobs x 100 checkpoints chk-<n>, each a copy of the fixture Flink 1.20.3 wrote
@@ -24,7 +26,7 @@ DIR=/tmp/checkpoint-surgeon-orphans-bench
 RUNS=3
 KEEP=0
 S3=0
-S3JOBS=2
+S3JOBS=10
 LISTP=8
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -82,9 +84,13 @@ if [ "$S3" = 1 ]; then
   printf 's3.endpoint: %s\ns3.path.style.access: true\ns3.access-key: test-access-key\ns3.secret-key: test-secret-key\ns3.endpoint.region: us-east-1\ns3.connection.ssl.enabled: false\n' \
       "$ENDPOINT" > "$DIR/conf/config.yaml"
   start=$(date +%s.%N)
-  for j in $(seq 0 $((S3JOBS - 1))); do
-    java -cp "$CP" io.checkpointsurgeon.bench.StoreList upload "$ENDPOINT" bench "orphans/job-$j" "$BASE/job-$j" 8 >&2
-  done
+  if [ "$S3JOBS" -ge 10 ]; then
+    java -cp "$CP" io.checkpointsurgeon.bench.StoreList upload "$ENDPOINT" bench orphans "$BASE" 8 >&2
+  else
+    for j in $(seq 0 $((S3JOBS - 1))); do
+      java -cp "$CP" io.checkpointsurgeon.bench.StoreList upload "$ENDPOINT" bench "orphans/job-$j" "$BASE/job-$j" 8 >&2
+    done
+  fi
   echo "uploaded $S3JOBS jobs to $ENDPOINT in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
   FS=(--flink-conf "$DIR/conf" --plugins "$PLUGINS")
   echo "run route wall_s max_rss_kib"

@@ -1,6 +1,6 @@
 //! Flink's byte formats: `_metadata` ([`metadata`]), the state handles in it ([`handles`]), the
 //! operator-state streams ([`opstate`]) with their header entries ([`metainfo`]), snappy frames
-//! ([`snappy`]) and element layouts ([`elements`]), Java's modified UTF-8 and the readers/writers
+//! ([`snappy`]), element layouts ([`elements`]), checks over `long[]` offsets ([`longs`]), Java's modified UTF-8 and the readers/writers
 //! ([`io`]), the check of Java-serialized parts ([`javaser`]), uid hashing ([`uid`]) and the Kafka
 //! connector's states ([`kafka`]).
 //! Bytes in, model out: nothing here touches a file or the JVM.
@@ -11,6 +11,7 @@ pub mod io;
 pub mod javaser;
 pub mod kafka;
 pub mod keyed;
+pub mod longs;
 pub mod metadata;
 pub mod metainfo;
 pub mod opstate;

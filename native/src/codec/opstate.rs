@@ -10,6 +10,7 @@
 use crate::codec::elements::{self, Layout};
 use crate::codec::handles::{Mode, Offsets, OperatorHandle, StateMetaInfo};
 use crate::codec::io::{JStr, Reader};
+use crate::codec::longs;
 use crate::codec::metainfo::{EntryKind, MetaInfoEntry, SerializerSnapshot};
 use crate::codec::snappy;
 use crate::error::{Error, Result};
@@ -663,23 +664,16 @@ pub fn state_blocks(handle: &OperatorHandle, stream_len: u64) -> Option<Blocks> 
         if st.offsets.is_empty() {
             continue;
         }
-        // Branch-free over runs of offsets (a union state may have millions): each above the one
-        // before it, none beyond the stream (a negative one, as u64, is).
-        let words = st
-            .offsets
-            .0
-            .chunks_exact(8)
-            .map(|c| u64::from_be_bytes(c.try_into().expect("chunks of 8")));
-        let first = st.offsets.get(0) as u64;
-        let (mut prev, mut bad) = (first, first > stream_len);
-        for o in words.skip(1) {
-            bad |= (o <= prev) | (o > stream_len);
-            prev = o;
-        }
-        if bad {
+        // Each above the one before it, none beyond the stream (a negative one, as u64, is): a
+        // union state may have millions, checked in one vectorized pass.
+        if !longs::ascending_within(&st.offsets.0, stream_len) {
             return None;
         }
-        blocks.push((first, prev, i));
+        let (first, last) = (
+            st.offsets.get(0) as u64,
+            st.offsets.get(st.offsets.len() - 1) as u64,
+        );
+        blocks.push((first, last, i));
     }
     blocks.sort_unstable();
     if blocks.windows(2).any(|w| w[0].1 >= w[1].0) {

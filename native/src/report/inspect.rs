@@ -7,7 +7,7 @@ use crate::codec::kafka::{self, Decoder, KafkaOffset};
 use crate::codec::metadata::Subtasks;
 use crate::codec::metainfo::EntryKind;
 use crate::codec::StreamSource;
-use crate::codec::{opstate, snappy};
+use crate::codec::{longs, opstate, snappy};
 use crate::commit::mapguard;
 use crate::Result;
 use std::collections::HashMap;
@@ -379,24 +379,8 @@ fn probed_copy(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(Offsets, u
         return Some((offsets.clone(), end, 1));
     }
     let p_at = p as usize;
-    (offsets_shifted(&offsets.0, m, p) && block[..block.len() - p_at] == block[p_at..])
+    (longs::shifted_by(&offsets.0, m, p) && block[..block.len() - p_at] == block[p_at..])
         .then(|| (Offsets(offsets.0.slice(..m * 8)), start + p, (n / m) as u64))
-}
-
-/// Whether every big-endian offset in `o` is `p` below the one `m` places after it. In chunks
-/// the compiler vectorizes (no early exit inside one), stopping after a chunk with a mismatch.
-fn offsets_shifted(o: &[u8], m: usize, p: u64) -> bool {
-    let n = o.len() / 8;
-    let word = |c: &[u8]| u64::from_be_bytes(c.try_into().expect("chunks of 8"));
-    m >= n
-        || o[..(n - m) * 8]
-            .chunks(8 * 1024)
-            .zip(o[m * 8..].chunks(8 * 1024))
-            .all(|(a, b)| {
-                a.chunks_exact(8)
-                    .zip(b.chunks_exact(8))
-                    .fold(true, |ok, (x, y)| ok & (word(y).wrapping_sub(word(x)) == p))
-            })
 }
 
 /// Whether the elements at `offsets` (the last ending at `end`) are `k` copies of their first
@@ -416,7 +400,7 @@ fn repeated(stream: &[u8], offsets: &Offsets, end: u64) -> Option<(usize, Offset
         }
         let o = &offsets.0;
         let block = &stream[start as usize..end as usize];
-        (offsets_shifted(o, m, p) && block[..block.len() - p as usize] == block[p as usize..])
+        (longs::shifted_by(o, m, p) && block[..block.len() - p as usize] == block[p as usize..])
             .then(|| (k, Offsets(o.slice(..m * 8)), start + p))
     })
 }

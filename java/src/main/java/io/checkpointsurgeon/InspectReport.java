@@ -226,8 +226,9 @@ public final class InspectReport {
             for (SubtaskInfo s : subtasks) {
                 for (OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     for (StateInfo st : h.states()) {
-                        totals.merge(st.name(), new StateTotal(st.name(), st.mode(), st.elements(), st.bytes(), 1),
-                                StateTotal::plus);
+                        StateTotal t = new StateTotal(st.name(), st.mode(), st.elements(), st.bytes(), 1);
+                        StateTotal before = totals.get(st.name());
+                        totals.put(st.name(), before == null ? t : before.plus(t));
                     }
                 }
             }
@@ -850,19 +851,27 @@ public final class InspectReport {
         }
     }
 
+    // The totals and the per-operator sums below are loops, not streams: they run in every
+    // inspect and doctor, and a JVM that just started interprets a stream pipeline (its classes,
+    // its lambdas' call sites) many times slower than a loop.
     public long totalOperatorStateBytes() {
-        return operators.stream().mapToLong(OperatorInfo::operatorStateBytes).sum();
+        long sum = 0;
+        for (OperatorInfo o : operators) sum += o.operatorStateBytes();
+        return sum;
     }
 
     public long totalKeyedStateBytes() {
-        return operators.stream().mapToLong(OperatorInfo::keyedStateBytes).sum();
+        long sum = 0;
+        for (OperatorInfo o : operators) sum += o.keyedStateBytes();
+        return sum;
     }
 
     public long totalChannelStateBytes() {
-        return operators.stream()
-                .flatMap(o -> o.subtasks().stream())
-                .mapToLong(SubtaskInfo::channelStateBytes)
-                .sum();
+        long sum = 0;
+        for (OperatorInfo o : operators) {
+            for (SubtaskInfo s : o.subtasks()) sum += s.channelStateBytes();
+        }
+        return sum;
     }
 
     /** This report as JSON: every record component becomes a field. */

@@ -9,10 +9,10 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * {@code recover}: examines the checkpoints and savepoints under local roots, newest first, until
@@ -41,27 +41,12 @@ final class Recovery {
                              Map<String, String> removeCommands) throws CheckpointSurgeonException {
         CheckpointScan scan = CheckpointScan.walk(roots);
         Map<Path, Path> realDirs = new HashMap<>();
-        List<RecoverReport.Candidate> out = new ArrayList<>();
-        Map<Path, RecoverReport.Candidate> byDir = new LinkedHashMap<>();
-        RecoverReport.Candidate best = null;
-        int i = 0;
-        for (CheckpointScan.Metadata m : scan.metadata) {
-            i++;
-            RecoverReport.Candidate c;
-            if (best == null) {
-                CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "[%d/%d] %s", i,
-                        scan.metadata.size(), m.dir));
-                c = examine(m, realDirs);
-                if (c.verdict() == RecoverReport.Verdict.RESTORABLE) best = c;
-            } else {
-                c = new RecoverReport.Candidate(uri(m.dir), m.id, RecoverReport.Verdict.NOT_EXAMINED, 0, 0, 0, List.of());
-            }
-            out.add(c);
-            byDir.put(m.dir, c);
-        }
+        Walk<CheckpointScan.Metadata, Path> walk = newestFirst(scan.metadata, m -> m.dir, m -> m.dir,
+                m -> notExamined(uri(m.dir), m.id), m -> examine(m, realDirs));
         List<String> rootNames = new ArrayList<>();
         for (Path r : scan.roots) rootNames.add(r.toString());
-        return report(rootNames, out, best, pointers, removeCommands, target -> haProblem(target, scan, byDir, realDirs));
+        return report(rootNames, walk.candidates, walk.best, pointers, removeCommands,
+                target -> haProblem(target, walk, realDirs));
     }
 
     /** Why the checkpoint an HA pointer names does not restore, or null when it does. */
@@ -95,24 +80,18 @@ final class Recovery {
     }
 
     /** Why the checkpoint an HA pointer names does not restore, or null when it does. */
-    private static String haProblem(String target, CheckpointScan scan, Map<Path, RecoverReport.Candidate> byDir,
-                                    Map<Path, Path> realDirs) throws CheckpointSurgeonException {
+    private static String haProblem(String target, Walk<CheckpointScan.Metadata, Path> walk, Map<Path, Path> realDirs)
+            throws CheckpointSurgeonException {
         if (target == null) return "the pointer could not be read";
         if (FlinkFileSystems.isRemote(target)) return null; // not under the local roots
         Path dir = CheckpointScan.real(FlinkFileSystems.localPath(target).toAbsolutePath().normalize(), realDirs);
         if (Files.isRegularFile(dir) && dir.getFileName().toString().equals("_metadata")) dir = dir.getParent();
-        RecoverReport.Candidate c = byDir.get(dir);
+        RecoverReport.Candidate c = walk.examined(dir);
         if (c == null) {
             return Files.exists(dir) ? "the checkpoint " + dir + " has no _metadata" : "the checkpoint " + dir
                     + " does not exist";
         }
-        if (c.verdict() == RecoverReport.Verdict.NOT_EXAMINED) {
-            for (CheckpointScan.Metadata m : scan.metadata) {
-                if (m.dir.equals(dir)) c = examine(m, realDirs);
-            }
-        }
-        return c.verdict() == RecoverReport.Verdict.RESTORABLE ? null
-                : c.reasons().isEmpty() ? "it does not restore" : c.reasons().get(0).toString();
+        return problem(c);
     }
 
     private static RecoverReport.Candidate examine(CheckpointScan.Metadata m, Map<Path, Path> realDirs) {
@@ -212,5 +191,66 @@ final class Recovery {
     static String uri(Path dir) {
         String u = dir.toAbsolutePath().toUri().toString();
         return u.endsWith("/") ? u.substring(0, u.length() - 1) : u;
+    }
+
+    /**
+     * The candidates of a recover, in {@code metadata}'s order (newest first): the first that restores is
+     * {@link #best}, each candidate is found by its directory, and one the walk did not reach is
+     * examined when an HA pointer names it.
+     */
+    static final class Walk<M, K> {
+        final List<RecoverReport.Candidate> candidates = new ArrayList<>();
+        RecoverReport.Candidate best;
+        private final Map<K, RecoverReport.Candidate> byDir = new HashMap<>();
+        private final Map<K, M> metadataByDir = new HashMap<>();
+        private final Function<M, RecoverReport.Candidate> examine;
+
+        private Walk(Function<M, RecoverReport.Candidate> examine) {
+            this.examine = examine;
+        }
+
+        /** The candidate of {@code dir}, examined now if the walk stopped before it; null when it had no {@code _metadata}. */
+        RecoverReport.Candidate examined(K dir) {
+            RecoverReport.Candidate c = byDir.get(dir);
+            return c != null && c.verdict() == RecoverReport.Verdict.NOT_EXAMINED ? examine.apply(metadataByDir.get(dir)) : c;
+        }
+    }
+
+    /**
+     * The newest-first walk of both routes (local paths, Flink paths): examines each {@code _metadata}
+     * until one restores; the older ones are {@code notExamined}, so a recover reads no more than it must.
+     * {@code dirOf}: the key HA pointers are matched by; {@code shown}: the directory as progress names it.
+     */
+    static <M, K> Walk<M, K> newestFirst(List<M> metadata, Function<M, K> dirOf, Function<M, Object> shown,
+                                         Function<M, RecoverReport.Candidate> notExamined,
+                                         Function<M, RecoverReport.Candidate> examine) {
+        Walk<M, K> walk = new Walk<>(examine);
+        int i = 0;
+        for (M m : metadata) {
+            i++;
+            RecoverReport.Candidate c;
+            if (walk.best == null) {
+                CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "[%d/%d] %s", i,
+                        metadata.size(), shown.apply(m)));
+                c = examine.apply(m);
+                if (c.verdict() == RecoverReport.Verdict.RESTORABLE) walk.best = c;
+            } else {
+                c = notExamined.apply(m);
+            }
+            walk.candidates.add(c);
+            walk.byDir.put(dirOf.apply(m), c);
+            walk.metadataByDir.put(dirOf.apply(m), m);
+        }
+        return walk;
+    }
+
+    static RecoverReport.Candidate notExamined(String path, long id) {
+        return new RecoverReport.Candidate(path, id, RecoverReport.Verdict.NOT_EXAMINED, 0, 0, 0, List.of());
+    }
+
+    /** Why a candidate does not restore (its first reason), or null when it does. */
+    static String problem(RecoverReport.Candidate c) {
+        return c.verdict() == RecoverReport.Verdict.RESTORABLE ? null
+                : c.reasons().isEmpty() ? "it does not restore" : c.reasons().get(0).toString();
     }
 }

@@ -3,7 +3,6 @@ package io.checkpointsurgeon;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -22,38 +21,19 @@ final class StoreRecovery {
                              Map<String, String> removeCommands, int parallelism) throws CheckpointSurgeonException {
         try (StoreScan.Pool pool = new StoreScan.Pool(parallelism)) {
             StoreScan scan = StoreScan.list(roots, pool);
-            List<RecoverReport.Candidate> out = new ArrayList<>();
-            Map<String, RecoverReport.Candidate> byDir = new HashMap<>();
-            Map<String, StoreScan.Meta> metas = new HashMap<>();
-            RecoverReport.Candidate best = null;
-            int i = 0;
-            for (StoreScan.Meta m : scan.metadata) {
-                i++;
-                RecoverReport.Candidate c;
-                if (best == null) {
-                    CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "[%d/%d] %s", i,
-                            scan.metadata.size(), m.dir));
-                    c = examine(m, pool);
-                    if (c.verdict() == RecoverReport.Verdict.RESTORABLE) best = c;
-                } else {
-                    c = new RecoverReport.Candidate(m.dir, m.id, RecoverReport.Verdict.NOT_EXAMINED, 0, 0, 0, List.of());
-                }
-                out.add(c);
-                byDir.put(FlinkFileSystems.normalize(m.dir), c);
-                metas.put(FlinkFileSystems.normalize(m.dir), m);
-            }
-            return Recovery.report(scan.roots, out, best, pointers, removeCommands, target -> {
+            Recovery.Walk<StoreScan.Meta, String> walk = Recovery.newestFirst(scan.metadata,
+                    m -> FlinkFileSystems.normalize(m.dir), m -> m.dir, m -> Recovery.notExamined(m.dir, m.id),
+                    m -> examine(m, pool));
+            return Recovery.report(scan.roots, walk.candidates, walk.best, pointers, removeCommands, target -> {
                 if (!FlinkFileSystems.isRemote(target)) return null; // not under these roots
                 String dir = FlinkFileSystems.normalize(target);
                 if (dir.endsWith("/_metadata")) dir = StoreScan.parent(dir);
-                RecoverReport.Candidate c = byDir.get(dir);
+                RecoverReport.Candidate c = walk.examined(dir);
                 if (c == null) {
                     boolean under = scan.roots.stream().anyMatch(r -> FlinkFileSystems.within(target, r));
                     return under ? "the checkpoint " + target + " has no _metadata" : null;
                 }
-                if (c.verdict() == RecoverReport.Verdict.NOT_EXAMINED) c = examine(metas.get(dir), pool);
-                return c.verdict() == RecoverReport.Verdict.RESTORABLE ? null
-                        : c.reasons().isEmpty() ? "it does not restore" : c.reasons().get(0).toString();
+                return Recovery.problem(c);
             });
         }
     }

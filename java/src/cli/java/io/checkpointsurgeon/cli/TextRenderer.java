@@ -63,15 +63,20 @@ final class TextRenderer {
                     + " no Kafka offsets shown%n", InspectReport.KAFKA_LEGACY_STATE,
                     lookAlike.isEmpty() ? "not read" : printable(lookAlike), InspectReport.KAFKA_LEGACY_ELEMENT_TYPE));
         }
-        long keyed = op.keyedStateBytes();
-        long keyedHandles = op.subtasks().stream().filter(s -> s.managedKeyedState() != null || s.rawKeyedState() != null).count();
-        if (keyedHandles > 0) {
-            String kind = op.subtasks().stream().filter(s -> s.managedKeyedState() != null)
-                    .map(s -> s.managedKeyedState().kind()).findFirst().orElse("raw keyed state");
-            sb.append(String.format(Locale.ROOT, "  keyed state: %s in %d subtasks, %s%n", kind, keyedHandles, bytes(keyed)));
+        // loops, not streams: this runs in every inspect (see InspectReport's totals)
+        long keyed = op.keyedStateBytes(), channel = 0;
+        int keyedHandles = 0, channels = 0;
+        String kind = null;
+        for (InspectReport.SubtaskInfo s : op.subtasks()) {
+            if (s.managedKeyedState() != null || s.rawKeyedState() != null) keyedHandles++;
+            if (kind == null && s.managedKeyedState() != null) kind = s.managedKeyedState().kind();
+            channel += s.channelStateBytes();
+            channels += s.inputChannelHandles() + s.outputChannelHandles();
         }
-        long channel = op.subtasks().stream().mapToLong(InspectReport.SubtaskInfo::channelStateBytes).sum();
-        int channels = op.subtasks().stream().mapToInt(s -> s.inputChannelHandles() + s.outputChannelHandles()).sum();
+        if (keyedHandles > 0) {
+            sb.append(String.format(Locale.ROOT, "  keyed state: %s in %d subtasks, %s%n", kind == null ? "raw keyed state" : kind,
+                    keyedHandles, bytes(keyed)));
+        }
         if (channels > 0) {
             sb.append(String.format(Locale.ROOT, "  channel state: %d handles, %s%n", channels, bytes(channel)));
         }

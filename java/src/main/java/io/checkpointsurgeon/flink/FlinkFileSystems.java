@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.regex.Pattern;
 
 /**
  * Flink paths ({@code s3://}, {@code hdfs://}, {@code gs://}, ...) through Flink's own
@@ -36,7 +35,6 @@ public final class FlinkFileSystems {
     private static final String FLINK_PATH = "org.apache.flink.core.fs.Path";
     private static final String FILE_STATUS = "org.apache.flink.core.fs.FileStatus";
     private static final String FS_INPUT = "org.apache.flink.core.fs.FSDataInputStream";
-    private static final Pattern SCHEME = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):.*", Pattern.DOTALL);
     /** Progress lines for a copy that runs longer than this. */
     private static final long PROGRESS_NANOS = 2_000_000_000L;
 
@@ -48,8 +46,28 @@ public final class FlinkFileSystems {
 
     /** Whether a path names a non-local file system: a scheme of two or more letters other than {@code file}. */
     public static boolean isRemote(String path) {
-        var m = SCHEME.matcher(path);
-        return m.matches() && !m.group(1).equalsIgnoreCase("file");
+        String scheme = scheme(path);
+        return scheme != null && !scheme.equalsIgnoreCase("file");
+    }
+
+    /**
+     * The scheme of {@code scheme:rest} (RFC 3986: a letter, then letters, digits, {@code + . -}),
+     * of two characters or more so that {@code C:\x} stays a path; null if there is none. Scanned,
+     * not a regex: this runs before every inspect, and the first regex costs start-up (its lambdas,
+     * a method handle spun at run time).
+     */
+    static String scheme(String path) {
+        int colon = path.indexOf(':');
+        if (colon < 2 || !isAsciiLetter(path.charAt(0))) return null;
+        for (int i = 1; i < colon; i++) {
+            char c = path.charAt(i);
+            if (!isAsciiLetter(c) && !(c >= '0' && c <= '9') && c != '+' && c != '.' && c != '-') return null;
+        }
+        return path.substring(0, colon);
+    }
+
+    private static boolean isAsciiLetter(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
     }
 
     /** A local path given as a plain path or a {@code file:} URI. */
@@ -94,9 +112,9 @@ public final class FlinkFileSystems {
 
     /** Scheme, authority and normalized absolute path of a {@code scheme://authority/path} or {@code scheme:/path}. */
     private static String[] uriParts(String path) {
-        var m = SCHEME.matcher(path);
-        String scheme = m.matches() ? m.group(1) : "file";
-        String rest = m.matches() ? path.substring(scheme.length() + 1) : path;
+        String found = scheme(path);
+        String scheme = found != null ? found : "file";
+        String rest = found != null ? path.substring(scheme.length() + 1) : path;
         String authority = "";
         if (rest.startsWith("//")) {
             int slash = rest.indexOf('/', 2);
@@ -280,8 +298,8 @@ public final class FlinkFileSystems {
         try {
             flinkClass(FILE_SYSTEM).getMethod("getKind");
         } catch (NoSuchMethodException e) {
-            var m = SCHEME.matcher(path);
-            String scheme = m.matches() ? m.group(1).toLowerCase(Locale.ROOT) : "";
+            String found = scheme(path);
+            String scheme = found != null ? found.toLowerCase(Locale.ROOT) : "";
             return OBJECT_STORE_SCHEMES.contains(scheme) ? "OBJECT_STORE" : "FILE_SYSTEM";
         }
         return String.valueOf(call(fs(path), FILE_SYSTEM, "getKind", new Class<?>[0]));

@@ -4,6 +4,7 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.flink.StateFile;
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -12,7 +13,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * What a repair killed with SIGKILL (no shutdown hook runs) leaves in a local checkpoint
@@ -40,16 +40,21 @@ public final class Leftovers {
         List<Path> staged = new ArrayList<>();
         List<Path> metadata = new ArrayList<>();
         List<Path> ours = new ArrayList<>();
-        try (Stream<Path> s = Files.list(dir)) {
-            for (Path p : (Iterable<Path>) s.sorted()::iterator) {
-                if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) continue;
-                String name = p.getFileName().toString();
-                if (STAGED_METADATA.matcher(name).matches()) staged.add(p);
-                else if (name.equals("_metadata") || name.startsWith("_metadata.backup-")) metadata.add(p);
-                else if (STAGED_STATE_FILE.matcher(name).matches()) ours.add(p);
-            }
+        // a directory stream and a sorted list, not Files.list's stream: every doctor lists the
+        // checkpoint directory, and a stream pipeline costs a just-started JVM more than the listing
+        List<Path> names = new ArrayList<>();
+        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
+            for (Path p : s) names.add(p);
         } catch (IOException e) {
             throw Commit.io("listing " + dir, e);
+        }
+        names.sort(null);
+        for (Path p : names) {
+            if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) continue;
+            String name = p.getFileName().toString();
+            if (STAGED_METADATA.matcher(name).matches()) staged.add(p);
+            else if (name.equals("_metadata") || name.startsWith("_metadata.backup-")) metadata.add(p);
+            else if (STAGED_STATE_FILE.matcher(name).matches()) ours.add(p);
         }
         List<Path> out = new ArrayList<>(staged);
         out.addAll(killedBackups(dir, metadata));
