@@ -280,6 +280,7 @@ public class KubernetesHaRepairTest {
         // only the pointer to the broken checkpoint is named
         assertEquals(r.toString(), 1, r.output.split("\nHA pointer ", -1).length - 1);
 
+        long t0 = System.nanoTime();
         // --json names the same command
         InProcessCli.Run json = InProcessCli.run(kubernetes("recover", cluster.checkpoints.toString(), "--json"));
         Map<?, ?> report = (Map<?, ?>) Json.parse(json.out);
@@ -344,6 +345,7 @@ public class KubernetesHaRepairTest {
         long next = cluster.awaitHaCheckpoint(job, newest);
         assertEquals(JobStatus.RUNNING, cluster.status(job));
         assertTrue(next > newest);
+        System.err.printf("ha remove-checkpoint steps: %.1f s%n", (System.nanoTime() - t0) / 1e9);
     }
 
     /** An API server that does not answer is an IO error naming its URL, at once (no retries). */
