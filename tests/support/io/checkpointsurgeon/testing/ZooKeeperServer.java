@@ -34,16 +34,8 @@ public final class ZooKeeperServer implements AutoCloseable {
 
     /** The children of {@code node}, each with its data, by child name. */
     public Map<String, byte[]> children(String node) throws Exception {
-        CountDownLatch connected = new CountDownLatch(1);
-        ZooKeeper client = new ZooKeeper(connectString(), 30_000, ev -> {
-            if (ev.getState() == Watcher.Event.KeeperState.SyncConnected) {
-                connected.countDown();
-            }
-        });
+        ZooKeeper client = client();
         try {
-            if (!connected.await(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("no connection to ZooKeeper at " + connectString() + " within 30 s");
-            }
             Map<String, byte[]> out = new TreeMap<>();
             for (String child : client.getChildren(node, false)) {
                 out.put(child, client.getData(node + "/" + child, false, null));
@@ -52,6 +44,30 @@ public final class ZooKeeperServer implements AutoCloseable {
         } finally {
             client.close();
         }
+    }
+
+    /** Sets the data of {@code node} (any version): its data version goes up by one. */
+    public void setData(String node, byte[] data) throws Exception {
+        ZooKeeper client = client();
+        try {
+            client.setData(node, data, -1);
+        } finally {
+            client.close();
+        }
+    }
+
+    private ZooKeeper client() throws Exception {
+        CountDownLatch connected = new CountDownLatch(1);
+        ZooKeeper client = new ZooKeeper(connectString(), 30_000, ev -> {
+            if (ev.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        });
+        if (!connected.await(30, TimeUnit.SECONDS)) {
+            client.close();
+            throw new IllegalStateException("no connection to ZooKeeper at " + connectString() + " within 30 s");
+        }
+        return client;
     }
 
     @Override

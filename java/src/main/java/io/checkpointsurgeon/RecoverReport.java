@@ -101,8 +101,16 @@ public final class RecoverReport {
         private final String checkpoint;
         private final String problem;
         private final String repair;
+        private final String removeCommand;
 
         public HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String repair) {
+            this(pointer, checkpointId, checkpoint, problem, repair, null);
+        }
+
+        /** {@code removeCommand}: the {@code ha remove-checkpoint} command (without --apply) that removes it, or null. */
+        public HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String repair,
+                         String removeCommand) {
+            this.removeCommand = removeCommand;
             this.pointer = pointer;
             this.checkpointId = checkpointId;
             this.checkpoint = checkpoint;
@@ -128,6 +136,11 @@ public final class RecoverReport {
 
         public String repair() {
             return repair;
+        }
+
+        /** The {@code ha remove-checkpoint} command (without --apply) that removes the pointer, or null. */
+        public String removeCommand() {
+            return removeCommand;
         }
     }
 

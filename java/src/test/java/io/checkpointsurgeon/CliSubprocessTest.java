@@ -38,7 +38,8 @@ public class CliSubprocessTest {
     public void everyCommandHasHelp() throws Exception {
         for (String[] c : new String[][] {{"--help"}, {"inspect", "--help"}, {"doctor", "--help"},
                 {"remove-state", "--help"}, {"remove-operator", "--help"}, {"dedupe-union", "--help"},
-                {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"}, {"kafka", "--help"},
+                {"ha", "--help"}, {"ha", "list", "--help"}, {"ha", "repair", "--help"},
+                {"ha", "remove-checkpoint", "--help"}, {"kafka", "--help"},
                 {"kafka", "migrate-legacy", "--help"}, {"kafka", "drop-topic", "--help"}, {"kafka", "set-offsets", "--help"},
                 {"diff", "--help"}, {"history", "--help"}, {"remove-keyed-state", "--help"},
                 {"rename-keyed-state", "--help"}}) {
@@ -112,6 +113,16 @@ public class CliSubprocessTest {
         Result noJar = cli("ha", "repair", dir.toString(), "--state", STALE, "--apply", "--kubernetes", "--cluster-id", "c");
         assertEquals(noJar.err, 2, noJar.code);
         assertTrue(noJar.err, noJar.err.contains("error [FLINK_MISSING]: Kubernetes HA needs Flink's flink-kubernetes jar"));
+        // ha remove-checkpoint: the store is named, one of them; without Flink's jars it says what is missing
+        Result noStore = cli("ha", "remove-checkpoint", "--checkpoint-id", "7");
+        assertEquals(noStore.err, 1, noStore.code);
+        assertTrue(noStore.err, noStore.err.contains("give --zookeeper-quorum HOSTS or --kubernetes"));
+        Result twoStores = cli("ha", "remove-checkpoint", "--checkpoint-id", "7", "--kubernetes", "--cluster-id", "c",
+                "--zookeeper-quorum", "localhost:2181");
+        assertEquals(twoStores.err, 1, twoStores.code);
+        Result noZk = cli("ha", "remove-checkpoint", "--checkpoint-id", "7", "--zookeeper-quorum", "localhost:2181", "--apply");
+        assertEquals(noZk.err, 2, noZk.code);
+        assertTrue(noZk.err, noZk.err.contains("error [FLINK_MISSING]: reading ZooKeeper HA needs Flink's jars"));
     }
 
     @Test

@@ -13,9 +13,6 @@ import io.checkpointsurgeon.fixtures.Shims;
 import io.checkpointsurgeon.testing.FlinkConf;
 import io.checkpointsurgeon.testing.MiniClusterJob;
 import io.checkpointsurgeon.testing.TestFiles;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.Charset;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -155,7 +152,7 @@ public class HostileNamesTest {
 
         StringBuilder all = new StringBuilder();
         for (String[] c : commands) {
-            Run r = run(c);
+            InProcessCli.Run r = run(c);
             String what = String.join(" ", c).replaceAll("[^ -~]", "?");
             if (what.length() > 200) what = what.substring(0, 200) + "...";
             // JSON and the metrics hold every value whole (for programs); the text for people shortens them
@@ -191,7 +188,7 @@ public class HostileNamesTest {
             assertTrue("shown: " + shown, text.contains(shown));
         }
         // watch's log: one line per checkpoint, whatever the job directory's name holds
-        Run watch = run("watch", "--dir", base.toString(), "--once");
+        InProcessCli.Run watch = run("watch", "--dir", base.toString(), "--once");
         assertEquals(watch.err, 1, watch.err.split("\n").length);
         assertTrue(watch.err, watch.err.startsWith("job dir\\u001b]0;t\\u0007\\n\\u202e\\u0085x ("));
         if (ha == null) System.out.println("hostile names: ha list/repair skipped (no HA file of this Flink version)");
@@ -258,32 +255,9 @@ public class HostileNamesTest {
         }
     }
 
-    static final class Run {
-        final int code;
-        final String out;
-        final String err;
-
-        Run(int code, String out, String err) {
-            this.code = code;
-            this.out = out;
-            this.err = err;
-        }
-    }
-
-    /** The CLI in this JVM, its output decoded as it was written (the platform's charset). */
-    static Run run(String... args) {
-        PrintStream oldOut = System.out, oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
-        Charset cs = Charset.defaultCharset();
-        try {
-            System.setOut(new PrintStream(out, true));
-            System.setErr(new PrintStream(err, true));
-            int code = Cli.run(args);
-            return new Run(code, new String(out.toByteArray(), cs), new String(err.toByteArray(), cs));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+    /** The CLI in this JVM (see {@link InProcessCli}). */
+    static InProcessCli.Run run(String... args) {
+        return InProcessCli.run(args);
     }
 
     /** A retained checkpoint of a job whose operator and states carry the hostile names. */

@@ -6,6 +6,9 @@ import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
+import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.cli.InProcessCli;
+import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.flink.StateFile;
 import io.checkpointsurgeon.internal.Json;
@@ -242,7 +245,10 @@ public class KubernetesHaRepairTest {
     /**
      * {@code recover --kubernetes}: the checkpoint the newest ConfigMap pointer names lost a state
      * file; recover names that pointer (Flink recovers from it before any execution.savepoint.path),
-     * the missing file, an older checkpoint that restores, and how to take the pointer away.
+     * the missing file, an older checkpoint that restores, and the {@code ha remove-checkpoint}
+     * command that takes the pointer away: a stale read of the ConfigMap removes nothing (the API
+     * server refuses the update, 409), the command as printed removes the key keeping its value and
+     * file, and a second run finds nothing to remove.
      */
     @Test
     public void recoverNamesTheConfigMapPointerToABrokenCheckpoint() throws Exception {
@@ -264,11 +270,82 @@ public class KubernetesHaRepairTest {
         assertTrue(r.toString(), r.output.contains(lost.path() + ": missing"));
         assertTrue(r.toString(), r.output.contains("HA pointer " + pointer + " names checkpoint " + newest + " (file:"
                 + chk.toRealPath() + "), which does not restore"));
-        assertTrue(r.toString(), r.output.contains("drop the ConfigMap key or ZooKeeper node that names it"));
+        String command = "checkpoint-surgeon ha remove-checkpoint --checkpoint-id " + newest + " --job-id " + job
+                + " --kubernetes --kubeconfig " + kubeconfig + " --namespace " + NAMESPACE + " --cluster-id "
+                + HaCluster.CLUSTER_ID;
+        assertTrue(r.toString(), r.output.contains(" with " + command + " --apply; Flink then recovers from the newest"
+                + " checkpoint pointer left"));
         String restores = r.output.substring(r.output.indexOf("RESTORES   ") + "RESTORES   ".length()).split(" ")[0];
         assertTrue(r.toString(), r.output.contains("start the job with -s " + restores));
         // only the pointer to the broken checkpoint is named
         assertEquals(r.toString(), 1, r.output.split("\nHA pointer ", -1).length - 1);
+
+        long t0 = System.nanoTime();
+        // --json names the same command
+        InProcessCli.Run json = InProcessCli.run(kubernetes("recover", cluster.checkpoints.toString(), "--json"));
+        Map<?, ?> report = (Map<?, ?>) Json.parse(json.out);
+        List<?> brokenPointers = (List<?>) report.get("brokenHaPointers");
+        assertEquals(json.toString(), 1, brokenPointers.size());
+        assertEquals(command, ((Map<?, ?>) brokenPointers.get(0)).get("removeCommand"));
+
+        // ---- compare-and-set: a pointer read before the ConfigMap changed removes nothing. ----------
+        String configMap = HaCluster.CLUSTER_ID + "-" + job + "-config-map";
+        String key = String.format("checkpointID-%019d", newest);
+        String value = kube.configMaps().inNamespace(NAMESPACE).withName(configMap).get().getData().get(key);
+        try (KubernetesHa ha = KubernetesHa.connect(kubeconfig, NAMESPACE, HaCluster.CLUSTER_ID)) {
+            KubernetesHa.Pointer read = ha.checkpointPointers().stream().filter(p -> p.key.equals(key)).findFirst()
+                    .orElseThrow();
+            kube.configMaps().inNamespace(NAMESPACE).withName(configMap).edit(cm -> {
+                if (cm.getMetadata().getAnnotations() == null) cm.getMetadata().setAnnotations(new HashMap<>());
+                cm.getMetadata().getAnnotations().put("test/touched", "yes");
+                return cm;
+            });
+            try {
+                ha.remove(read);
+                throw new AssertionError("removed a key of a ConfigMap that changed since it was read");
+            } catch (CheckpointSurgeonException e) {
+                assertEquals(e.toString(), CheckpointSurgeonException.Code.VALIDATION, e.code());
+                assertTrue(e.toString(), e.getMessage().contains("ConfigMap " + configMap + " key " + key
+                        + ": the ConfigMap changed since it was read (resourceVersion " + read.version));
+            }
+        }
+        assertEquals("the key is kept", value, kube.configMaps().inNamespace(NAMESPACE).withName(configMap).get()
+                .getData().get(key));
+
+        // ---- As printed, with --apply, once the lease ran out: the key goes, value and file are kept. -
+        awaitLeaseRunOut();
+        Path haFile = pointed.get(newest);
+        byte[] fileBytes = Files.readAllBytes(haFile);
+        CliProcess.Result removed = CliProcess.withFlinkAsPrinted(command + " --apply").run();
+        System.err.println("ha remove-checkpoint --kubernetes --apply: " + removed);
+        assertEquals(removed.toString(), 0, removed.exitCode);
+        Path keptValue = haFile.resolveSibling(job + "-" + key + ".configmap-value.backup-removed");
+        Path keptFile = haFile.resolveSibling(haFile.getFileName() + ".backup-removed");
+        assertTrue(removed.toString(), removed.output.contains("\nkept the pointer's value in " + keptValue + "\n"));
+        assertTrue(removed.toString(), removed.output.contains("\nremoved ConfigMap " + configMap + " " + key + " (version "));
+        assertTrue(removed.toString(), removed.output.contains("\nmoved " + haFile + " to " + keptFile + "\n"));
+        assertEquals("the ConfigMap value is kept exactly", value, Files.readString(keptValue));
+        assertTrue(java.util.Arrays.equals(fileBytes, Files.readAllBytes(keptFile)));
+        Map<String, String> data = kube.configMaps().inNamespace(NAMESPACE).withName(configMap).get().getData();
+        assertFalse(data.toString(), data.containsKey(key));
+        assertTrue("the older pointer stays: " + data.keySet(), data.keySet().stream()
+                .anyMatch(k -> k.startsWith("checkpointID-") && !k.equals(key)));
+
+        InProcessCli.Run again = InProcessCli.run(ZooKeeperHaRecoverTest.words(command + " --apply"));
+        assertEquals(again.toString(), 2, again.code);
+        assertTrue(again.toString(), again.err.contains("error [NOTHING_SELECTED]: no pointer to checkpoint " + newest));
+        InProcessCli.Run after = InProcessCli.run(kubernetes("recover", cluster.checkpoints.toString()));
+        assertEquals(after.toString(), 4, after.code);
+        assertFalse(after.toString(), after.out.contains("HA pointer "));
+
+        // ---- A new JobManager recovers the job from the key left and checkpoints on (a restore of
+        // the broken one would fail every restart, and no checkpoint would complete). ---------------
+        cluster.start();
+        cluster.awaitRunning(job);
+        long next = cluster.awaitHaCheckpoint(job, newest);
+        assertEquals(JobStatus.RUNNING, cluster.status(job));
+        assertTrue(next > newest);
+        System.err.printf("ha remove-checkpoint steps: %.1f s%n", (System.nanoTime() - t0) / 1e9);
     }
 
     /** An API server that does not answer is an IO error naming its URL, at once (no retries). */

@@ -79,13 +79,8 @@ final class HaRepairCommand extends BaseCommand {
             leader = ZooKeeperLeader.liveLeader(zookeeperQuorum, zookeeperRoot,
                     k8s.clusterId == null ? "default" : k8s.clusterId);
         }
-        if (leader != null && !force) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, leader
-                    + ". Stop the JobManager(s) before repairing their HA files, or give --force");
-        }
-        if (leader != null) {
-            err().println("warning (--force): " + TextRenderer.printable(leader));
-        } else if (apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
+        if (apply) refuseWhileLeading(leader, force, err(), "repairing their HA files");
+        if (leader == null && apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
             err().println("warning: not checked whether a JobManager holds the cluster's"
                     + " leadership (give --zookeeper-quorum and --cluster-id, or --kubernetes and --cluster-id)");
         }
@@ -110,6 +105,20 @@ final class HaRepairCommand extends BaseCommand {
         out.print(json.json ? Json.write(results) : TextRenderer.haRepair(results, apply));
         out.flush();
         return Cli.OK;
+    }
+
+    /**
+     * Refuses (LOCKED, exit 2) while {@code leader} (a live leader as ZooKeeperLeader and
+     * KubernetesHa find it) holds the cluster's leadership, unless {@code force}; then warns.
+     */
+    static void refuseWhileLeading(String leader, boolean force, PrintWriter err, String doing)
+            throws CheckpointSurgeonException {
+        if (leader == null) return;
+        if (!force) {
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, leader
+                    + ". Stop the JobManager(s) before " + doing + ", or give --force");
+        }
+        err.println("warning (--force): " + TextRenderer.printable(leader));
     }
 
     /** The surgery of the options: a relocation, and a removal or de-duplication of --state. */

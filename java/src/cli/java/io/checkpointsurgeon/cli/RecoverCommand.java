@@ -60,28 +60,60 @@ final class RecoverCommand extends BaseCommand {
         if (parallelism < 1 || parallelism > 256) throw usage("--list-parallelism: 1 to 256, found " + parallelism);
         for (String p : roots) fs.apply(p);
         Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
+        Map<String, String> removeCommands = new LinkedHashMap<>();
         if (haDir != null) {
-            for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
+            for (Path f : CheckpointSurgeon.haFiles(haDir)) {
+                CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
+                pointers.put(f.toString(), info);
+                removeCommands.put(f.toString(), removeCommand(info.checkpointId(), info.jobId()));
+            }
         }
         try (KubernetesHa ha = k8s.connect(spec)) {
             if (ha != null) {
                 for (KubernetesHa.Pointer p : ha.checkpointPointers()) {
                     if (p.markedForDeletion || p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
-                    pointers.put("ConfigMap " + p.configMap + " " + p.key, CheckpointSurgeon.haFileInfo(p.file));
+                    String name = "ConfigMap " + p.configMap + " " + p.key;
+                    pointers.put(name, CheckpointSurgeon.haFileInfo(p.file));
+                    removeCommands.put(name, removeCommand(p.checkpointId, p.jobId));
                 }
             }
         }
         if (zookeeperQuorum != null) {
             for (KubernetesHa.Pointer p : ZooKeeperLeader.checkpointPointers(zookeeperQuorum, zookeeperRoot,
                     k8s.clusterId == null ? "default" : k8s.clusterId)) {
-                if (p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
-                pointers.put("ZooKeeper node " + p.configMap + "/" + p.key, CheckpointSurgeon.haFileInfo(p.file));
+                if (p.markedForDeletion || p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
+                String name = "ZooKeeper node " + p.configMap + "/" + p.key;
+                pointers.put(name, CheckpointSurgeon.haFileInfo(p.file));
+                removeCommands.put(name, removeCommand(p.checkpointId, p.jobId));
             }
         }
-        RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, parallelism);
+        RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, removeCommands, parallelism);
         PrintWriter out = out();
         out.print(json.json ? Json.write(r) : TextRenderer.recover(r));
         out.flush();
         return r.newestRestorable() == null ? Cli.INVALID : r.newestRestores() ? Cli.OK : Cli.FINDINGS;
+    }
+
+    /**
+     * The {@code ha remove-checkpoint} command (without --apply) that removes a pointer, with the HA
+     * options this run was given; with --ha-dir alone, the store's options are left to fill in.
+     */
+    private String removeCommand(long id, String job) {
+        StringBuilder b = new StringBuilder("checkpoint-surgeon ha remove-checkpoint --checkpoint-id ").append(id);
+        if (job != null) b.append(" --job-id ").append(TextRenderer.quote(job));
+        String clusterId = k8s.clusterId == null ? "default" : k8s.clusterId;
+        if (zookeeperQuorum != null) {
+            b.append(" --zookeeper-quorum ").append(TextRenderer.quote(zookeeperQuorum));
+            if (!zookeeperRoot.equals("/flink")) b.append(" --zookeeper-root ").append(TextRenderer.quote(zookeeperRoot));
+            b.append(" --cluster-id ").append(TextRenderer.quote(clusterId));
+        } else if (k8s.kubernetes) {
+            b.append(" --kubernetes");
+            if (k8s.kubeconfig != null) b.append(" --kubeconfig ").append(TextRenderer.quote(k8s.kubeconfig.toString()));
+            if (k8s.namespace != null) b.append(" --namespace ").append(TextRenderer.quote(k8s.namespace));
+            b.append(" --cluster-id ").append(TextRenderer.quote(clusterId));
+        } else {
+            b.append(" {--zookeeper-quorum HOSTS | --kubernetes} --cluster-id ID");
+        }
+        return b.toString();
     }
 }

@@ -37,7 +37,7 @@ import java.util.regex.Pattern;
  * RetrievableStreamStateHandle} around a {@code FileStateHandle}, wrapped in a {@code
  * StateHandleWithDeleteMarker} from 1.15. A leader ConfigMap ({@code <cluster-id>-cluster-config-map}
  * from 1.15, one per component up to 1.14) carries the lease in the annotation
- * {@value #LEADER_ANNOTATION}.
+ * {@value #LEADER_ANNOTATION}. The one write is {@link #remove}, of one checkpoint pointer.
  */
 public final class KubernetesHa implements AutoCloseable {
     private static final String FABRIC8 = "org.apache.flink.kubernetes.shaded.io.fabric8.kubernetes.client.";
@@ -77,9 +77,21 @@ public final class KubernetesHa implements AutoCloseable {
         public final boolean markedForDeletion;
         /** Why the value could not be read, or null. */
         public final String problem;
+        /**
+         * The version the pointer was read at: its ConfigMap's resourceVersion, or the ZooKeeper
+         * node's data version; a removal is compare-and-set on it. Null when not known.
+         */
+        public final String version;
+        /** The exact value as stored (the ConfigMap value's characters, or the node's data); null when not known. */
+        final byte[] value;
 
         Pointer(String configMap, String key, long checkpointId, String jobId, String target, Path file,
                 boolean markedForDeletion, String problem) {
+            this(configMap, key, checkpointId, jobId, target, file, markedForDeletion, problem, null, null);
+        }
+
+        private Pointer(String configMap, String key, long checkpointId, String jobId, String target, Path file,
+                        boolean markedForDeletion, String problem, String version, byte[] value) {
             this.configMap = configMap;
             this.key = key;
             this.checkpointId = checkpointId;
@@ -88,6 +100,19 @@ public final class KubernetesHa implements AutoCloseable {
             this.file = file;
             this.markedForDeletion = markedForDeletion;
             this.problem = problem;
+            this.version = version;
+            this.value = value;
+        }
+
+        /** This pointer as read at {@code version} with its exact {@code value}; {@code marked} adds a deletion mark. */
+        Pointer at(String version, byte[] value, boolean marked) {
+            return new Pointer(configMap, key, checkpointId, jobId, target, file, markedForDeletion || marked, problem,
+                    version, value.clone());
+        }
+
+        /** The exact value as stored (a copy). */
+        public byte[] value() {
+            return value == null ? null : value.clone();
         }
 
         static Pointer of(String configMap, String key, long checkpointId, String jobId, String target,
@@ -234,9 +259,11 @@ public final class KubernetesHa implements AutoCloseable {
         final String name;
         final Map<String, String> data;
         final Map<String, String> annotations;
+        final String resourceVersion;
 
-        ConfigMap(String name, Map<String, String> data, Map<String, String> annotations) {
+        ConfigMap(String name, Map<String, String> data, Map<String, String> annotations, String resourceVersion) {
             this.name = name;
+            this.resourceVersion = resourceVersion;
             this.data = new TreeMap<>(data);
             this.annotations = annotations;
         }
@@ -251,7 +278,7 @@ public final class KubernetesHa implements AutoCloseable {
             for (Object cm : (List<?>) call(list, "getItems")) {
                 Object meta = call(cm, "getMetadata");
                 out.add(new ConfigMap((String) call(meta, "getName"), orEmpty(call(cm, "getData")),
-                        orEmpty(call(meta, "getAnnotations"))));
+                        orEmpty(call(meta, "getAnnotations")), (String) call(meta, "getResourceVersion")));
             }
             out.sort(java.util.Comparator.comparing(c -> c.name));
             return out;
@@ -285,7 +312,8 @@ public final class KubernetesHa implements AutoCloseable {
                 if (!e.getKey().startsWith(CHECKPOINT_KEY)) continue;
                 try {
                     long id = Long.parseLong(e.getKey().substring(CHECKPOINT_KEY.length()));
-                    out.add(pointer(cm.name, e.getKey(), id, jobId, e.getValue()));
+                    out.add(pointer(cm.name, e.getKey(), id, jobId, e.getValue())
+                            .at(cm.resourceVersion, e.getValue().getBytes(java.nio.charset.StandardCharsets.UTF_8), false));
                 } catch (NumberFormatException notOne) {
                     // not Flink's checkpointID-%019d
                 }
@@ -348,6 +376,48 @@ public final class KubernetesHa implements AutoCloseable {
             if (filter.refusal() != null) throw filter.exception(e);
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, name
                     + ": not a Java-serialized state handle of this Flink version: " + e, e);
+        }
+    }
+
+    /**
+     * Takes the pointer's key out of its ConfigMap, compare-and-set: the update carries the
+     * resourceVersion the pointer was read at (Flink's own {@code lockResourceVersion().update()}),
+     * so the API server refuses it (409) when the ConfigMap changed since; then nothing changed.
+     * Flink's KubernetesStateHandleStore does the same in its {@code releaseAndTryRemove}.
+     */
+    public void remove(Pointer p) throws CheckpointSurgeonException {
+        String what = "ConfigMap " + p.configMap + " key " + p.key;
+        try {
+            Object cm = call(call(call(client, "configMaps"), "withName", p.configMap), "get");
+            if (cm == null) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, what
+                        + ": the ConfigMap is gone since it was read; nothing was changed");
+            }
+            Map<String, String> data = new TreeMap<>(orEmpty(call(cm, "getData")));
+            String now = data.remove(p.key);
+            if (now == null || !java.util.Arrays.equals(now.getBytes(java.nio.charset.StandardCharsets.UTF_8), p.value)) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, what + " changed since"
+                        + " it was read (resourceVersion " + p.version + "): nothing was changed; run again");
+            }
+            call(cm, "setData", new java.util.LinkedHashMap<>(data));
+            call(call(cm, "getMetadata"), "setResourceVersion", p.version);
+            call(call(call(client, "resource", cm), "lockResourceVersion"), "update");
+        } catch (ReflectiveOperationException e) {
+            Throwable c = cause(e);
+            Object code = null;
+            try {
+                code = call(c, "getCode");
+            } catch (ReflectiveOperationException | RuntimeException notKubernetes) {
+                // another failure
+            }
+            if (Integer.valueOf(409).equals(code)) {
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, what + ": the ConfigMap"
+                        + " changed since it was read (resourceVersion " + p.version + "; the API server refused the"
+                        + " update: " + describe(c) + "): nothing was changed; run again", c);
+            }
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "Kubernetes API server " + masterUrl
+                    + ": updating " + what + " failed (" + describe(c) + "); if the request reached the server, the"
+                    + " key is gone, else unchanged: run again to see which", c);
         }
     }
 
