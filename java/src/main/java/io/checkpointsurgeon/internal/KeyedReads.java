@@ -68,6 +68,8 @@ final class KeyedReads {
 
     /** Called by the native code: the next {@code len} bytes of the file {@code id} (the array is reused). */
     void write(long id, byte[] buf, int len) throws IOException {
+        // a safe point, as between the place step's transfers: the run fails and its undo removes the file
+        if (Commit.stopping()) throw new IOException("interrupted (the JVM is shutting down)");
         stream(id).write(buf, 0, len);
     }
 
