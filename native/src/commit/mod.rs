@@ -303,6 +303,7 @@ fn rewrite_keyed(
     let src = cp
         .stream_range(&rw.source)
         .map_err(|e| e.in_file(&src_name))?;
+    let mut confirm = None;
     let (path, done, written): (PathBuf, _, Box<dyn RangeSource>) = match out {
         KeyedOut::Dir(stream_dir) => {
             let path = stream_dir.join(name);
@@ -333,13 +334,18 @@ fn rewrite_keyed(
             let done = rewrite::rewrite(src.as_ref(), &rw.edit, &mut sink, &path)
                 .map_err(|e| e.in_file(&src_name))?;
             let (len, hash) = sink.finish()?;
-            remote::verify_written(files, &path, len, hash)?;
-            let written = remote::RemoteStream {
-                files,
-                path: path.clone(),
-                start: 0,
-                len,
+            // the keyed reader's read-back below hashes what it reads: compared after it
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(remote::Seen::default()));
+            let written = remote::HashedRead {
+                stream: remote::RemoteStream {
+                    files,
+                    path: path.clone(),
+                    start: 0,
+                    len,
+                },
+                seen: seen.clone(),
             };
+            confirm = Some((files, path.clone(), len, hash, seen));
             (PathBuf::from(path), done, Box::new(written))
         }
     };
@@ -352,6 +358,9 @@ fn rewrite_keyed(
     };
     check_rewritten(rw.code, &new_kg, written.as_ref(), &shown, &rw.edit, &done)?;
     drop(written);
+    if let Some((files, path, len, hash, seen)) = confirm {
+        remote::confirm_written(files, &path, len, hash, &seen)?;
+    }
     let (mut entries, mut raw) = (0, 0);
     if let Some(source) = &done.source {
         for (old, id) in rw.edit.ids.iter().enumerate() {

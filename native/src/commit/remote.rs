@@ -121,15 +121,81 @@ impl Drop for RemoteSink<'_> {
     }
 }
 
+/// What a [`HashedRead`] saw: the bytes read in order from the start, hashed.
+#[derive(Default)]
+pub struct Seen {
+    next: u64,
+    gap: bool,
+    hash: std::hash::DefaultHasher,
+}
+
+/// A completed remote file as the keyed reader reads it back, hashing the bytes it reads in
+/// order from the start (a re-read of bytes already seen is skipped, a jump ahead ends it): when
+/// the reader went through the whole file, [`confirm_written`] needs no second pass.
+pub struct HashedRead<'a> {
+    pub stream: RemoteStream<&'a (dyn RemoteFiles + Send + Sync)>,
+    pub seen: std::sync::Arc<std::sync::Mutex<Seen>>,
+}
+
+impl RangeSource for HashedRead<'_> {
+    fn len(&self) -> u64 {
+        self.stream.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        use std::hash::Hasher;
+        self.stream.read_at(offset, buf)?;
+        let mut s = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset + buf.len() as u64;
+        if offset > s.next {
+            s.gap = true;
+        } else if !s.gap && end > s.next {
+            let from = (s.next - offset) as usize;
+            s.hash.write(&buf[from..]);
+            s.next = end;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a completed remote file against what was written (`len` bytes of hash `hash`): its
+/// stored length, and its bytes as `seen` hashed them when they were all read in order, else
+/// through [`verify_written`]'s own pass.
+pub fn confirm_written(
+    files: &dyn RemoteFiles,
+    path: &str,
+    len: u64,
+    hash: u64,
+    seen: &std::sync::Mutex<Seen>,
+) -> Result<()> {
+    use std::hash::Hasher;
+    let s = seen.lock().unwrap_or_else(|p| p.into_inner());
+    if s.gap || s.next != len {
+        return verify_written(files, path, len, hash);
+    }
+    check_length(files, path, len)?;
+    if s.hash.finish() != hash {
+        return Err(Error::Validation(format!(
+            "{path}: the new file reads back with other bytes than were written"
+        )));
+    }
+    Ok(())
+}
+
+fn check_length(files: &dyn RemoteFiles, path: &str, len: u64) -> Result<()> {
+    let stored = files.length(path)?;
+    if stored != len {
+        return Err(Error::Validation(format!(
+            "{path}: the new file has {stored} bytes where {len} were written"
+        )));
+    }
+    Ok(())
+}
+
 /// Reads a completed remote file back, in [`RemoteSink::BUFFER`] ranges front to back (one
 /// request), and checks that it holds exactly the `len` bytes of hash `hash` that were written.
 pub fn verify_written(files: &dyn RemoteFiles, path: &str, len: u64, hash: u64) -> Result<()> {
     use std::hash::Hasher;
-    let bad = |what: String| Error::Validation(format!("{path}: the new file {what}"));
-    let stored = files.length(path)?;
-    if stored != len {
-        return Err(bad(format!("has {stored} bytes where {len} were written")));
-    }
+    check_length(files, path, len)?;
     let mut h = std::hash::DefaultHasher::new();
     let mut buf = vec![0u8; RemoteSink::BUFFER.min(len as usize)];
     let mut at = 0u64;
@@ -145,7 +211,9 @@ pub fn verify_written(files: &dyn RemoteFiles, path: &str, len: u64, hash: u64) 
     files.done(path);
     read?;
     if h.finish() != hash {
-        return Err(bad("reads back with other bytes than were written".into()));
+        return Err(Error::Validation(format!(
+            "{path}: the new file reads back with other bytes than were written"
+        )));
     }
     Ok(())
 }
@@ -407,6 +475,47 @@ mod tests {
         drop(half);
         assert_eq!(m.files.lock().unwrap()[&1].2, "abandoned");
         assert!(verify_written(&m, "s3://b/x", len + 1, hash).is_err());
+    }
+
+    #[test]
+    fn a_read_in_order_confirms_without_a_second_pass() {
+        use std::io::Write;
+        let m = Memory::default();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        let mut sink = RemoteSink::create(&m, "s3://b/z").unwrap();
+        sink.write_all(&data).unwrap();
+        let (len, hash) = sink.finish().unwrap();
+        let read = |ranges: &[(u64, usize)]| {
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
+            let r = HashedRead {
+                stream: RemoteStream {
+                    files: &m as &(dyn RemoteFiles + Send + Sync),
+                    path: "s3://b/z".into(),
+                    start: 0,
+                    len,
+                },
+                seen: seen.clone(),
+            };
+            for &(at, n) in ranges {
+                r.read_at(at, &mut vec![0; n]).unwrap();
+            }
+            drop(r);
+            seen
+        };
+        // in order, with a re-read of bytes already seen: all of it hashed once, and it matches
+        let seen = read(&[(0, 40_000), (30_000, 50_000), (80_000, 20_000)]);
+        confirm_written(&m, "s3://b/z", len, hash, &seen).unwrap();
+        // a byte changed after that read: the hash of what was read still matches, a fresh
+        // read does not
+        m.files.lock().unwrap().get_mut(&0).unwrap().1[7] ^= 1;
+        let seen = read(&[(0, 40_000), (40_000, 60_000)]);
+        assert!(confirm_written(&m, "s3://b/z", len, hash, &seen).is_err());
+        // a jump ahead: not all seen in order, so confirm_written reads it all itself
+        let seen = read(&[(0, 10), (20, 10)]);
+        assert!(seen.lock().unwrap().gap);
+        assert!(confirm_written(&m, "s3://b/z", len, hash, &seen).is_err());
+        m.files.lock().unwrap().get_mut(&0).unwrap().1[7] ^= 1;
+        confirm_written(&m, "s3://b/z", len, hash, &seen).unwrap();
     }
 
     #[test]

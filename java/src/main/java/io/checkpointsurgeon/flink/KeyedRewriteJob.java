@@ -68,7 +68,7 @@ public final class KeyedRewriteJob {
             Class<?> envClass = Class.forName(ENV, true, cl);
             Class<?> mode = Class.forName("org.apache.flink.api.common.RuntimeExecutionMode", true, cl);
             envClass.getMethod("setRuntimeMode", mode).invoke(env, enumValue(mode, "BATCH"));
-            noRestarts(env, envClass, cl);
+            jobOptions(env, envClass, cl);
             int p = Math.min(parallelism != null ? parallelism : defaultParallelism(env, envClass), items.size());
             Object source = envClass.getMethod("fromElements", Class.class, Object[].class)
                     .invoke(env, byte[].class, items.toArray(new byte[0][]));
@@ -206,13 +206,19 @@ public final class KeyedRewriteJob {
         }
     }
 
-    /** A failed task fails the job (a retry would meet its own new file, created exclusively). */
-    private static void noRestarts(Object env, Class<?> envClass, ClassLoader cl) throws ReflectiveOperationException {
+    /**
+     * A failed task fails the job (a retry would meet its own new file, created exclusively); and
+     * no closure cleaning.
+     */
+    private static void jobOptions(Object env, Class<?> envClass, ClassLoader cl) throws ReflectiveOperationException {
         Class<?> conf = Class.forName("org.apache.flink.configuration.Configuration", true, cl);
         Object c = conf.getConstructor().newInstance();
         Method set = conf.getMethod("setString", String.class, String.class);
         set.invoke(c, "restart-strategy", "none");
         set.invoke(c, "restart-strategy.type", "none");
+        // the map function is a Proxy with no closure to clean; Flink 1.15's cleaner on Java 17
+        // fails on the proxy class's fields (module jdk.proxyN does not open them)
+        set.invoke(c, "pipeline.closure-cleaner-level", "NONE");
         Class<?> readable = Class.forName("org.apache.flink.configuration.ReadableConfig", true, cl);
         envClass.getMethod("configure", readable, ClassLoader.class).invoke(env, c, cl);
     }
