@@ -43,7 +43,13 @@ struct ExceptionRefs {
 static EXCEPTION: OnceCell<ExceptionRefs> = OnceCell::new();
 
 fn exception_refs(env: &mut Env<'_>) -> jni::errors::Result<&'static ExceptionRefs> {
-    EXCEPTION.get_or_try_init(|| {
+    // the lookup's local references (a class and a constant per code) in a frame of their own:
+    // more than the 16 a native method may hold without asking (-Xcheck:jni warns)
+    EXCEPTION.get_or_try_init(|| env.with_local_frame(2 * Code::ALL.len() + 8, exception_lookup))
+}
+
+fn exception_lookup(env: &mut Env<'_>) -> jni::errors::Result<ExceptionRefs> {
+    {
         let class = env.find_class(jni_str!("io/checkpointsurgeon/CheckpointSurgeonException"))?;
         let constructor = env.get_method_id(
             &class,
@@ -69,7 +75,7 @@ fn exception_refs(env: &mut Env<'_>) -> jni::errors::Result<&'static ExceptionRe
             constructor,
             codes,
         })
-    })
+    }
 }
 
 /// Throws `CheckpointSurgeonException(code, message)`; a `RuntimeException` if even that fails.
@@ -216,12 +222,47 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspect<'
         .resolve::<ThrowSurgeonException>()
 }
 
-/// The Java object that reads remote files and hears how far a keyed read is
-/// (`io.checkpointsurgeon.internal.KeyedReads`), called from the reading threads, which attach to
-/// the JVM on their first call.
+/// The Java object that reads remote files, writes the new ones a keyed surgery streams to a
+/// Flink path, and hears how far a keyed read is (`io.checkpointsurgeon.internal.KeyedReads`),
+/// called from the reading threads, which attach to the JVM on their first call.
 struct JavaReads {
     vm: jni::JavaVM,
     obj: Global<JObject<'static>>,
+    /// The Java array each file being written is handed over in, by its id: one per file, reused.
+    buffers: std::sync::Mutex<
+        std::collections::HashMap<i64, std::sync::Arc<Global<JByteArray<'static>>>>,
+    >,
+}
+
+impl JavaReads {
+    fn new(env: &Env<'_>, obj: JObject<'_>) -> jni::errors::Result<JavaReads> {
+        Ok(JavaReads {
+            vm: env.get_java_vm()?,
+            obj: env.new_global_ref(obj)?,
+            buffers: std::sync::Mutex::new(std::collections::HashMap::new()),
+        })
+    }
+
+    /// Calls a callback on this thread (attached if need be) in a local frame of its own.
+    fn call<T>(
+        &self,
+        what: &str,
+        call: impl FnOnce(&mut Env<'_>) -> jni::errors::Result<T>,
+    ) -> crate::Result<T> {
+        let out = self
+            .vm
+            .attach_current_thread(|env| env.with_local_frame(16, |env| calling(env, call)));
+        relayed(out, what)
+    }
+
+    fn buffers(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<i64, std::sync::Arc<Global<JByteArray<'static>>>>,
+    > {
+        self.buffers.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl JavaReads {
@@ -248,9 +289,8 @@ impl JavaReads {
 
 impl RemoteFiles for JavaReads {
     fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> crate::Result<()> {
-        let read = self
-            .vm
-            .attach_current_thread(|env| -> jni::errors::Result<Vec<u8>> {
+        let v = self
+            .call(path, |env| {
                 let p = JString::from_str(env, path)?;
                 let arr = env
                     .call_method(
@@ -266,23 +306,20 @@ impl RemoteFiles for JavaReads {
                     .l()?;
                 let arr = env.cast_local::<JByteArray>(arr)?;
                 env.convert_byte_array(&arr)
-            });
-        let io = |m: String| Error::io(path, std::io::Error::other(m));
-        match read {
-            Ok(v) if v.len() == buf.len() => {
-                buf.copy_from_slice(&v);
-                Ok(())
-            }
-            Ok(v) => Err(io(format!(
-                "{} bytes at byte {offset} were asked for, {} came",
-                buf.len(),
-                v.len()
-            ))),
-            Err(jni::errors::Error::CaughtJavaException { name, msg, .. }) => {
-                Err(io(format!("{name}: {msg}")))
-            }
-            Err(e) => Err(io(e.to_string())),
+            })
+            .map_err(|e| remote_io(path, e))?;
+        if v.len() != buf.len() {
+            return Err(Error::io(
+                path,
+                std::io::Error::other(format!(
+                    "{} bytes at byte {offset} were asked for, {} came",
+                    buf.len(),
+                    v.len()
+                )),
+            ));
         }
+        buf.copy_from_slice(&v);
+        Ok(())
     }
 
     fn done(&self, path: &str) {
@@ -298,6 +335,97 @@ impl RemoteFiles for JavaReads {
                 )?;
                 Ok(())
             });
+    }
+
+    fn length(&self, path: &str) -> crate::Result<u64> {
+        let n = self
+            .call(path, |env| {
+                let p = JString::from_str(env, path)?;
+                env.call_method(
+                    &self.obj,
+                    jni_str!("length"),
+                    jni_sig!("(Ljava/lang/String;)J"),
+                    &[JValue::Object(&p)],
+                )?
+                .j()
+            })
+            .map_err(|e| remote_io(path, e))?;
+        Ok(n.max(0) as u64)
+    }
+
+    fn create(&self, path: &str) -> crate::Result<i64> {
+        let (id, buf) = self
+            .call(path, |env| {
+                let p = JString::from_str(env, path)?;
+                let id = env
+                    .call_method(
+                        &self.obj,
+                        jni_str!("create"),
+                        jni_sig!("(Ljava/lang/String;)J"),
+                        &[JValue::Object(&p)],
+                    )?
+                    .j()?;
+                let buf = env.new_byte_array(commit::remote::RemoteSink::BUFFER)?;
+                Ok((id, std::sync::Arc::new(env.new_global_ref(buf)?)))
+            })
+            .map_err(|e| remote_io(path, e))?;
+        self.buffers().insert(id, buf);
+        Ok(id)
+    }
+
+    fn write(&self, id: i64, buf: &[u8]) -> crate::Result<()> {
+        let arr = self.buffers().get(&id).cloned();
+        let arr = arr.ok_or_else(|| Error::InvalidArgument(format!("no new file {id}")))?;
+        self.call("a new remote file", |env| {
+            // SAFETY: u8 and i8 have the same size and alignment; the bytes are only copied
+            let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<i8>(), buf.len()) };
+            arr.set_region(env, 0, bytes)?;
+            env.call_method(
+                &self.obj,
+                jni_str!("write"),
+                jni_sig!("(J[BI)V"),
+                &[
+                    JValue::Long(id),
+                    JValue::Object(&arr),
+                    JValue::Int(buf.len() as i32),
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn close(&self, id: i64) -> crate::Result<()> {
+        self.buffers().remove(&id);
+        self.call("a new remote file", |env| {
+            env.call_method(
+                &self.obj,
+                jni_str!("close"),
+                jni_sig!("(J)V"),
+                &[JValue::Long(id)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn abandon(&self, id: i64) {
+        self.buffers().remove(&id);
+        let _ = self.call("a new remote file", |env| {
+            env.call_method(
+                &self.obj,
+                jni_str!("abandon"),
+                jni_sig!("(J)V"),
+                &[JValue::Long(id)],
+            )?;
+            Ok(())
+        });
+    }
+}
+
+/// A failed remote call as an I/O error of `path`, with its code kept when it had one.
+fn remote_io(path: &str, e: Error) -> Error {
+    match e {
+        Error::InvalidArgument(m) => Error::io(path, std::io::Error::other(m)),
+        e => e,
     }
 }
 
@@ -321,10 +449,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspectKe
             let reads = if reads.is_null() {
                 None
             } else {
-                Some(JavaReads {
-                    vm: env.get_java_vm()?,
-                    obj: env.new_global_ref(reads)?,
-                })
+                Some(JavaReads::new(env, reads)?)
             };
             let threads = usize::try_from(threads).unwrap_or(1).max(1);
             let progress = |p: KeyedProgress| {
@@ -376,29 +501,100 @@ impl commit::work::KeyedRewriter for JavaRewriter {
         let framed = commit::work::frame(&items);
         // the callback's local references in a frame of their own
         let out = self.vm.attach_current_thread(|env| {
-            env.with_local_frame(256, |env| -> jni::errors::Result<Vec<u8>> {
-                let arg = env.byte_array_from_slice(&framed)?;
-                let arr = env
-                    .call_method(
-                        &self.obj,
-                        jni_str!("rewrite"),
-                        jni_sig!("([B)[B"),
-                        &[JValue::Object(&arg)],
-                    )?
-                    .l()?;
-                let arr = env.cast_local::<JByteArray>(arr)?;
-                env.convert_byte_array(&arr)
+            env.with_local_frame(16, |env| {
+                calling(env, |env| {
+                    let arg = env.byte_array_from_slice(&framed)?;
+                    let arr = env
+                        .call_method(
+                            &self.obj,
+                            jni_str!("rewrite"),
+                            jni_sig!("([B)[B"),
+                            &[JValue::Object(&arg)],
+                        )?
+                        .l()?;
+                    let arr = env.cast_local::<JByteArray>(arr)?;
+                    env.convert_byte_array(&arr)
+                })
             })
         });
-        match out {
-            Ok(v) => commit::work::unframe(Bytes::from(v)),
-            Err(jni::errors::Error::CaughtJavaException { msg, .. }) => {
-                Err(Error::InvalidArgument(msg))
+        commit::work::unframe(Bytes::from(relayed(
+            out,
+            "the keyed rewrite on Flink failed",
+        )?))
+    }
+}
+
+/// A Java exception a callback threw (`call` returned `JavaException`), caught here in the
+/// callback's own local frame: its code if it is a `CheckpointSurgeonException`, and its message
+/// (with its class otherwise). jni's own catch walks the whole stack trace, two local
+/// references an element, past its frame's capacity (-Xcheck:jni warns on a Flink stack).
+fn caught(env: &mut Env<'_>) -> jni::errors::Result<(Option<Code>, String)> {
+    let Some(e) = env.exception_occurred() else {
+        return Err(jni::errors::Error::JavaException);
+    };
+    env.exception_clear();
+    let refs = exception_refs(env)?;
+    let ours = env.is_instance_of(&e, &refs.class)?;
+    let mut code = None;
+    if ours {
+        let c = env
+            .call_method(
+                &e,
+                jni_str!("code"),
+                jni_sig!("()Lio/checkpointsurgeon/CheckpointSurgeonException$Code;"),
+                &[],
+            )?
+            .l()?;
+        for (i, known) in refs.codes.iter().enumerate() {
+            if env.is_same_object(known, &c)? {
+                code = Some(Code::ALL[i]);
             }
-            Err(e) => Err(Error::InvalidArgument(format!(
-                "the keyed rewrite on Flink failed: {e}"
-            ))),
         }
+    }
+    let text = env
+        .call_method(
+            &e,
+            if ours {
+                jni_str!("getMessage")
+            } else {
+                jni_str!("toString")
+            },
+            jni_sig!("()Ljava/lang/String;"),
+            &[],
+        )?
+        .l()?;
+    let text = env.cast_local::<JString>(text)?;
+    let text = if text.is_null() {
+        String::new()
+    } else {
+        text.try_to_string(env)?
+    };
+    Ok((code, text))
+}
+
+/// The outcome of a Java callback: its value, or the exception it threw ([`caught`]).
+type Called<T> = std::result::Result<T, (Option<Code>, String)>;
+
+/// Calls a Java callback through `call`, catching what it throws with [`caught`].
+fn calling<T>(
+    env: &mut Env<'_>,
+    call: impl FnOnce(&mut Env<'_>) -> jni::errors::Result<T>,
+) -> jni::errors::Result<Called<T>> {
+    match call(env) {
+        Ok(v) => Ok(Ok(v)),
+        Err(jni::errors::Error::JavaException) => Ok(Err(caught(env)?)),
+        Err(e) => Err(e),
+    }
+}
+
+/// A callback's failure as the crate's error: a `CheckpointSurgeonException` keeps its code (a
+/// Flink task's `FORMAT` stays `FORMAT`), any other is `INVALID_ARGUMENT`.
+fn relayed<T>(out: jni::errors::Result<Called<T>>, what: &str) -> crate::Result<T> {
+    match out {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err((Some(code), message))) => Err(Error::Relayed { code, message }),
+        Ok(Err((None, message))) => Err(Error::InvalidArgument(message)),
+        Err(e) => Err(Error::InvalidArgument(format!("{what}: {e}"))),
     }
 }
 
@@ -452,10 +648,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
             };
             let remote = match (string_arg(env, &remote_dir)?, reads.is_null()) {
                 (Some(dir), false) => Some(Remote {
-                    files: std::sync::Arc::new(JavaReads {
-                        vm: env.get_java_vm()?,
-                        obj: env.new_global_ref(reads)?,
-                    }),
+                    files: std::sync::Arc::new(JavaReads::new(env, reads)?),
                     dir,
                 }),
                 _ => None,

@@ -121,6 +121,9 @@ pub enum Error {
     /// A staged result failed its read-back check; nothing was made visible.
     #[error("{0}")]
     Validation(String),
+    /// An error met elsewhere (a Flink task, a Java callback), with the code it had there.
+    #[error("{message}")]
+    Relayed { code: Code, message: String },
 }
 
 fn file_prefix(file: &str) -> String {
@@ -177,6 +180,7 @@ impl Error {
             Error::Locked(_) => Code::Locked,
             Error::Wire(_) => Code::Wire,
             Error::Validation(_) => Code::Validation,
+            Error::Relayed { code, .. } => *code,
         }
     }
 }

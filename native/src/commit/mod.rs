@@ -8,7 +8,10 @@
 //! Keyed streams a keyed surgery rewrites ([`crate::surgery::NewStream::keyed`]) are written
 //! here, `plan.threads` at a time, each streamed from the old file to the new one with `pread`
 //! and a buffered writer (bounded memory whatever its size), then read back from the new file
-//! by the keyed reader; their new offsets and sizes go into the staged `_metadata`. With a
+//! by the keyed reader; their new offsets and sizes go into the staged `_metadata`. A remote
+//! checkpoint repaired onto a Flink path writes them straight into the target instead, through
+//! [`remote::RemoteSink`] (nothing staged locally; the objects are named by no `_metadata` until
+//! the switch, and the Java side, which saw each created, removes them on failure). With a
 //! [`work::KeyedRewriter`] ([`stage_with`], `--on-flink`) the same per-stream rewrite runs in a
 //! Flink job's tasks instead, and the stage goes on with what they return.
 
@@ -162,7 +165,7 @@ fn stage_into(
     }
     // Rewritten keyed streams have their key-group offsets only once written: the first
     // `_metadata.tmp-*` names their files (for `clean-leftovers`), a second one has the offsets.
-    let keyed_written = stage_keyed(cp, plan, stream_dir, rewriter, created)?;
+    let keyed_written = stage_keyed(cp, plan, stream_dir, out_uri, rewriter, created)?;
     let mut metadata = metadata;
     if !keyed_written.is_empty() {
         let mut planned = plan.metadata.clone();
@@ -213,10 +216,24 @@ fn stage_into(
 /// A keyed stream written: its path, figures and new key-group offsets.
 type Written = (PathBuf, StagedKeyed, Offsets);
 
+/// Where [`rewrite_keyed`] writes a keyed stream.
+#[derive(Clone, Copy)]
+enum KeyedOut<'a> {
+    /// A new file in the stream directory.
+    Dir(&'a Path),
+    /// A new object `<uri>/<file>` on a Flink path, written through `files` as it is rewritten
+    /// (nothing staged locally); its removal on failure is the caller's, which saw it created.
+    Remote {
+        uri: &'a str,
+        files: &'a (dyn remote::RemoteFiles + Send + Sync),
+    },
+}
+
 fn stage_keyed(
     cp: &Checkpoint,
     plan: &Plan,
     stream_dir: &Path,
+    out_uri: Option<&str>,
     rewriter: Option<&dyn work::KeyedRewriter>,
     created: &mut Vec<PathBuf>,
 ) -> Result<Vec<Written>> {
@@ -233,6 +250,14 @@ fn stage_keyed(
     if let Some(r) = rewriter {
         return work::stage_keyed_by(cp, &jobs, stream_dir, r, created);
     }
+    // a remote checkpoint repaired onto a Flink path: the keyed streams go straight there
+    let out = match (out_uri, &cp.remote) {
+        (Some(uri), Some(r)) => KeyedOut::Remote {
+            uri,
+            files: &*r.files,
+        },
+        _ => KeyedOut::Dir(stream_dir),
+    };
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let made: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -246,7 +271,7 @@ fn stage_keyed(
                     break;
                 }
                 let Some(s) = jobs.get(i) else { break };
-                let r = rewrite_keyed(cp, s, stream_dir, &made);
+                let r = rewrite_keyed(cp, s, out, &made);
                 if r.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
@@ -263,47 +288,79 @@ fn stage_keyed(
     results.into_iter().map(|(_, r)| r).collect()
 }
 
-/// One keyed stream: rewritten from the old stream into a new file (`O_EXCL`, synced), then read
-/// back from that file by the keyed reader.
+/// One keyed stream: rewritten from the old stream into a new file (`O_EXCL`, synced) or a new
+/// remote object (created without overwriting, completed only when whole, then read back in
+/// full and compared by length and hash), then read back from there by the keyed reader.
 fn rewrite_keyed(
     cp: &Checkpoint,
     s: &NewStream,
-    stream_dir: &Path,
+    out: KeyedOut<'_>,
     made: &std::sync::Mutex<Vec<PathBuf>>,
 ) -> Result<Written> {
     let rw = s.keyed.as_ref().expect("a keyed stream");
-    let name = s.file_name.as_deref().expect("a file");
-    let path = stream_dir.join(checked_relative(name)?);
+    let name = checked_relative(s.file_name.as_deref().expect("a file"))?;
     let src_name = keyed_stream_name(&rw.source);
     let src = cp
         .stream_range(&rw.source)
         .map_err(|e| e.in_file(&src_name))?;
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| create_error(&path, e))?;
-    made.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(path.clone());
-    let shown = path.display().to_string();
-    let done = {
-        let mut w = BufWriter::with_capacity(1 << 20, &file);
-        let done = rewrite::rewrite(src.as_ref(), &rw.edit, &mut w, &shown)
-            .map_err(|e| e.in_file(&src_name))?;
-        w.flush().map_err(|e| Error::io(&shown, e))?;
-        done
+    let mut confirm = None;
+    let (path, done, written): (PathBuf, _, Box<dyn RangeSource>) = match out {
+        KeyedOut::Dir(stream_dir) => {
+            let path = stream_dir.join(name);
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| create_error(&path, e))?;
+            made.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(path.clone());
+            let shown = path.display().to_string();
+            let done = {
+                let mut w = BufWriter::with_capacity(1 << 20, &file);
+                let done = rewrite::rewrite(src.as_ref(), &rw.edit, &mut w, &shown)
+                    .map_err(|e| e.in_file(&src_name))?;
+                w.flush().map_err(|e| Error::io(&shown, e))?;
+                done
+            };
+            file.sync_all().map_err(|e| Error::io(&shown, e))?;
+            drop(file);
+            let written = read::FileRange::open(&path, 0, None)?;
+            (path, done, Box::new(written))
+        }
+        KeyedOut::Remote { uri, files } => {
+            let path = format!("{}/{name}", uri.trim_end_matches('/'));
+            let mut sink = remote::RemoteSink::create(files, &path)?;
+            let done = rewrite::rewrite(src.as_ref(), &rw.edit, &mut sink, &path)
+                .map_err(|e| e.in_file(&src_name))?;
+            let (len, hash) = sink.finish()?;
+            // the keyed reader's read-back below hashes what it reads: compared after it
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(remote::Seen::default()));
+            let written = remote::HashedRead {
+                stream: remote::RemoteStream {
+                    files,
+                    path: path.clone(),
+                    start: 0,
+                    len,
+                },
+                seen: seen.clone(),
+            };
+            confirm = Some((files, path.clone(), len, hash, seen));
+            (PathBuf::from(path), done, Box::new(written))
+        }
     };
-    file.sync_all().map_err(|e| Error::io(&shown, e))?;
-    drop(file);
-    let written = read::FileRange::open(&path, 0, None)?;
+    let shown = path.display().to_string();
     let new_kg = KeyGroups {
         start_key_group: rw.edit.first_key_group,
         offsets: done.offsets.clone(),
         delegate: None,
         id: None,
     };
-    check_rewritten(rw.code, &new_kg, &written, &shown, &rw.edit, &done)?;
+    check_rewritten(rw.code, &new_kg, written.as_ref(), &shown, &rw.edit, &done)?;
+    drop(written);
+    if let Some((files, path, len, hash, seen)) = confirm {
+        remote::confirm_written(files, &path, len, hash, &seen)?;
+    }
     let (mut entries, mut raw) = (0, 0);
     if let Some(source) = &done.source {
         for (old, id) in rw.edit.ids.iter().enumerate() {

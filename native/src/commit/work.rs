@@ -178,7 +178,7 @@ pub fn rewrite_work(item: Bytes) -> Result<Vec<u8>> {
     let cp = Checkpoint::open(&w.metadata)?;
     let made = Mutex::new(Vec::new());
     super::mapguard::reset();
-    let mut r = rewrite_keyed(&cp, &w.stream, &w.stream_dir, &made);
+    let mut r = rewrite_keyed(&cp, &w.stream, super::KeyedOut::Dir(&w.stream_dir), &made);
     if let Err(e) = super::mapguard::check() {
         r = Err(e);
     }

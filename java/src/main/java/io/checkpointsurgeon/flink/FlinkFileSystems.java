@@ -387,6 +387,19 @@ public final class FlinkFileSystems {
         return n;
     }
 
+    /**
+     * Gives up a stream of {@link #create} whose file was not written whole: on an object store it
+     * is never closed (closing would complete the upload of the part); elsewhere it is closed, and
+     * the partial file is the caller's to delete.
+     */
+    public static void abandon(OutputStream out, String path) {
+        try {
+            if (!kind(path).equals("OBJECT_STORE")) out.close();
+        } catch (IOException | RuntimeException e) {
+            // the file is deleted by the caller's undo all the same
+        }
+    }
+
     /** Downloads a file; a long download reports its progress to {@code progress} every 2 s. */
     public static long download(String remote, Path local, ProgressListener progress) throws IOException {
         Files.createDirectories(local.getParent());

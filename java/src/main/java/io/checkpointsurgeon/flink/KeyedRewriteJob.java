@@ -68,7 +68,7 @@ public final class KeyedRewriteJob {
             Class<?> envClass = Class.forName(ENV, true, cl);
             Class<?> mode = Class.forName("org.apache.flink.api.common.RuntimeExecutionMode", true, cl);
             envClass.getMethod("setRuntimeMode", mode).invoke(env, enumValue(mode, "BATCH"));
-            noRestarts(env, envClass, cl);
+            jobOptions(env, envClass, cl);
             int p = Math.min(parallelism != null ? parallelism : defaultParallelism(env, envClass), items.size());
             Object source = envClass.getMethod("fromElements", Class.class, Object[].class)
                     .invoke(env, byte[].class, items.toArray(new byte[0][]));
@@ -86,20 +86,70 @@ public final class KeyedRewriteJob {
                     + " state file(s) to rewrite, parallelism %d%s", jobName, items.size(), Math.max(1, p),
                     jobManager == null ? "" : ", JobManager " + jobManager));
             List<byte[]> done = new ArrayList<>(items.size());
-            Object it = stream.getMethod("executeAndCollect", String.class).invoke(mapped, jobName);
+            // the job's client too (package-private in every line from 1.13 to 2.3): a failed run
+            // waits for the job to stop before the stage removes the new files
+            Method withClient = stream.getDeclaredMethod("executeAndCollectWithClient", String.class);
+            withClient.setAccessible(true);
+            Object both = withClient.invoke(mapped, jobName);
+            Object client = both.getClass().getField("client").get(both);
+            Object it = both.getClass().getField("iterator").get(both);
             try {
                 Iterator<?> results = (Iterator<?>) it;
                 while (results.hasNext()) done.add((byte[]) results.next());
+            } catch (RuntimeException e) {
+                throw failed(e, awaitStopped(client));
             } finally {
                 ((AutoCloseable) it).close();
             }
             return done;
         } catch (InvocationTargetException e) {
-            throw failed(e.getCause());
+            throw failed(e.getCause(), "");
         } catch (CheckpointSurgeonException e) {
             throw e;
         } catch (Exception | LinkageError e) {
-            throw failed(e);
+            throw failed(e, "");
+        }
+    }
+
+    /** How long a failed run waits for its job to stop ({@code -Dcheckpointsurgeon.onFlink.stopSeconds}). */
+    static final long STOP_SECONDS = Long.getLong("checkpointsurgeon.onFlink.stopSeconds", 120);
+
+    /**
+     * Cancels the failed job and waits, at most {@link #STOP_SECONDS}, until it reached a globally
+     * terminal state (its result is there): only then has no task left that may still create a new
+     * file. Returns what to add to the error when it did not stop.
+     */
+    private String awaitStopped(Object client) {
+        long start = System.nanoTime();
+        Object id = "?";
+        try {
+            Class<?> jobClient = Class.forName("org.apache.flink.core.execution.JobClient", true,
+                    client.getClass().getClassLoader());
+            id = jobClient.getMethod("getJobID").invoke(client);
+            java.util.concurrent.CompletableFuture<?> result =
+                    (java.util.concurrent.CompletableFuture<?>) jobClient.getMethod("getJobExecutionResult").invoke(client);
+            if (!result.isDone()) {
+                // a task still running after the collect failed: stop it (a failing job ignores this)
+                ((java.util.concurrent.CompletableFuture<?>) jobClient.getMethod("cancel").invoke(client))
+                        .exceptionally(t -> null);
+            }
+            try {
+                result.get(STOP_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.CancellationException stopped) {
+                // failed or cancelled: stopped all the same
+            }
+            CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "on Flink: the failed job %s"
+                    + " stopped (%.1f s after its failure reached the client)", id, (System.nanoTime() - start) / 1e9));
+            return "";
+        } catch (java.util.concurrent.TimeoutException e) {
+            return String.format(Locale.ROOT, "; the job %s had not stopped %d s after it was cancelled: a task still"
+                    + " running may yet leave a new state file no _metadata names (clean-leftovers removes it once"
+                    + " the job stopped)", id, STOP_SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "; interrupted while waiting for the job " + id + " to stop";
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return "; whether the job " + id + " stopped is not known (" + e + ")";
         }
     }
 
@@ -156,13 +206,19 @@ public final class KeyedRewriteJob {
         }
     }
 
-    /** A failed task fails the job (a retry would meet its own new file, created exclusively). */
-    private static void noRestarts(Object env, Class<?> envClass, ClassLoader cl) throws ReflectiveOperationException {
+    /**
+     * A failed task fails the job (a retry would meet its own new file, created exclusively); and
+     * no closure cleaning.
+     */
+    private static void jobOptions(Object env, Class<?> envClass, ClassLoader cl) throws ReflectiveOperationException {
         Class<?> conf = Class.forName("org.apache.flink.configuration.Configuration", true, cl);
         Object c = conf.getConstructor().newInstance();
         Method set = conf.getMethod("setString", String.class, String.class);
         set.invoke(c, "restart-strategy", "none");
         set.invoke(c, "restart-strategy.type", "none");
+        // the map function is a Proxy with no closure to clean; Flink 1.15's cleaner on Java 17
+        // fails on the proxy class's fields (module jdk.proxyN does not open them)
+        set.invoke(c, "pipeline.closure-cleaner-level", "NONE");
         Class<?> readable = Class.forName("org.apache.flink.configuration.ReadableConfig", true, cl);
         envClass.getMethod("configure", readable, ClassLoader.class).invoke(env, c, cl);
     }
@@ -172,16 +228,34 @@ public final class KeyedRewriteJob {
         return Enum.valueOf((Class) type, name);
     }
 
-    /** The job's failure, with the task's own message (a native error names the file and the byte). */
-    private CheckpointSurgeonException failed(Throwable e) {
+    /**
+     * The job's failure, with the task's own message (a native error names the file and the byte)
+     * and its code: a task's error reaches the client as Flink serialized it, so the task puts the
+     * code into its message ({@link #CODE_MARK}), which is read back here.
+     */
+    private CheckpointSurgeonException failed(Throwable e, String stopped) {
         Throwable root = e;
         for (Throwable c = e; c != null; c = c.getCause()) {
             root = c;
             if (c instanceof CheckpointSurgeonException || c.getClass().getName().endsWith("CheckpointSurgeonException")) break;
         }
-        return new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "the Flink job '" + jobName
-                + "' that rewrites the keyed state files failed: " + root, e);
+        String text = String.valueOf(root);
+        CheckpointSurgeonException.Code code = CheckpointSurgeonException.Code.IO;
+        java.util.regex.Matcher m = CODE_MARK.matcher(text);
+        if (m.find()) {
+            try {
+                code = CheckpointSurgeonException.Code.valueOf(m.group(1));
+                text = text.substring(0, m.start()) + text.substring(m.end());
+            } catch (IllegalArgumentException unknown) {
+                // a code of another version of the tool: the job failed, as IO
+            }
+        }
+        return new CheckpointSurgeonException(code, "the Flink job '" + jobName
+                + "' that rewrites the keyed state files failed: " + text + stopped, e);
     }
+
+    /** How a task's error carries its code to the client: {@code [code FORMAT] } before its message. */
+    static final java.util.regex.Pattern CODE_MARK = java.util.regex.Pattern.compile("\\[code ([A-Z_]+)\\] ");
 
     /**
      * The map function of the job, behind a {@link Proxy} of {@code MapFunction}: a work item in,
@@ -194,7 +268,11 @@ public final class KeyedRewriteJob {
         public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
             switch (method.getName()) {
                 case "map":
-                    return Native.rewriteKeyedWork((byte[]) args[0]);
+                    try {
+                        return Native.rewriteKeyedWork((byte[]) args[0]);
+                    } catch (CheckpointSurgeonException e) {
+                        throw new CheckpointSurgeonException(e.code(), "[code " + e.code() + "] " + e.getMessage(), e);
+                    }
                 case "hashCode":
                     return System.identityHashCode(proxy);
                 case "equals":

@@ -101,13 +101,13 @@ public final class Native {
     /** The plan; with a {@code streamDir}, also the stage step of {@link Commit} (see {@link NativeBridge#plan}). */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri)
             throws CheckpointSurgeonException {
-        return plan(source, request, streamDir, outputUri, null, null, null);
+        return plan(source, request, streamDir, outputUri, null, null, null, null);
     }
 
     /** {@link #plan(byte[], Request, Path, String)}, the keyed streams rewritten by {@code rewriter} when it is set. */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, KeyedRewriteJob rewriter)
             throws CheckpointSurgeonException {
-        return plan(source, request, streamDir, outputUri, null, null, rewriter);
+        return plan(source, request, streamDir, outputUri, null, null, rewriter, null);
     }
 
     /**
@@ -117,15 +117,26 @@ public final class Native {
      */
     static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, String remoteDir,
             RangedReads files) throws CheckpointSurgeonException {
-        return plan(source, request, streamDir, outputUri, remoteDir, files, null);
+        return plan(source, request, streamDir, outputUri, remoteDir, files, null, null);
+    }
+
+    /**
+     * {@link #plan(byte[], Request, Path, String, String, RangedReads)} whose stage streams the
+     * rewritten keyed state files straight to {@code outputUri} (never staged locally): each path
+     * it creates there goes into {@code created} as soon as it exists.
+     */
+    static Staged planStreaming(byte[] source, Request request, Path streamDir, String outputUri, String remoteDir,
+            RangedReads files, java.util.Set<String> created) throws CheckpointSurgeonException {
+        return plan(source, request, streamDir, outputUri, remoteDir, files, null, created);
     }
 
     private static Staged plan(byte[] source, Request request, Path streamDir, String outputUri, String remoteDir,
-            RangedReads files, KeyedRewriteJob rewriter) throws CheckpointSurgeonException {
+            RangedReads files, KeyedRewriteJob rewriter, java.util.Set<String> created)
+            throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
         return Wire.plan(NativeBridge.plan(source, Wire.request(request),
                 streamDir == null ? null : streamDir.toString(), outputUri, remoteDir,
-                files == null ? null : new KeyedReads(files, CheckpointSurgeon.progressListener()), rewriter));
+                files == null ? null : new KeyedReads(files, CheckpointSurgeon.progressListener(), created), rewriter));
     }
 
     /**

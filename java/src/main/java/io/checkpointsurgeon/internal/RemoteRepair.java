@@ -24,8 +24,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * Surgery on a checkpoint on a Flink file system: the remote checkpoint is staged in a local mirror
  * ({@link RemoteCheckpoint}), the native library works on the mirror, and the commit unit uploads
  * what it wrote. Keyed state is not mirrored: a keyed surgery reads it in ranges through Flink's
- * FileSystem (a canonical stream front to back, an SST file's properties), so the local disk holds
- * only the rewritten files until they are uploaded.
+ * FileSystem (a canonical stream front to back, an SST file's properties), and a rewritten keyed
+ * stream is written straight into the target under a fresh name as it is rewritten, so the local
+ * disk holds the mirrored operator state and the new {@code _metadata} only.
  */
 final class RemoteRepair {
     private RemoteRepair() {}
@@ -116,6 +117,8 @@ final class RemoteRepair {
         private long liveLength;
         private final List<String> written = new ArrayList<>();
         private final List<String> copied = new ArrayList<>();
+        /** The keyed state files the stage wrote straight into the target. */
+        private final Set<String> streamedKeyed = ConcurrentHashMap.newKeySet();
 
         Unit(String path, Request request, String outputDir) {
             this.path = path;
@@ -171,11 +174,19 @@ final class RemoteRepair {
                 liveLength = FlinkFileSystems.length(rc.metadataPath);
                 Path streamDir = Files.createDirectory(rc.mirrorRoot.resolve("new"));
                 Commit.refuseReferencesInPlace(request, inPlace);
-                // keyed state is read in ranges, from the source to the rewritten files; only those are local
+                // keyed state streams from the source (ranged reads) into new files of the target
+                // (fresh names no _metadata names yet): nothing of it is staged locally. Each one
+                // this run created is removed again if the run fails, before or after its upload
+                // completed; on an object store an abandoned upload never completes.
+                Set<String> streamed = ConcurrentHashMap.newKeySet();
+                undo.add(() -> {
+                    for (String f : streamed) FlinkFileSystems.delete(f);
+                });
                 try (RangedReads files = new RangedReads()) {
-                    staged = Native.plan(source(rc), inPlace ? request : forOutput(rc, request), streamDir, target,
-                            rc.dir, files);
+                    staged = Native.planStreaming(source(rc), inPlace ? request : forOutput(rc, request), streamDir,
+                            target, rc.dir, files, streamed);
                 }
+                streamedKeyed.addAll(streamed);
                 newMetadata = Files.readAllBytes(Path.of(staged.metadataTmp));
             } catch (IOException e) {
                 throw RemoteCheckpoint.io(path, e);
@@ -198,6 +209,10 @@ final class RemoteRepair {
             // taken by the first, whose file must stay.
             Set<String> created = ConcurrentHashMap.newKeySet();
             for (String w : staged.written) {
+                if (streamedKeyed.contains(w)) {
+                    written.add(w); // written there by the stage, read back in full
+                    continue;
+                }
                 Path local = Path.of(w);
                 String remote = target + "/" + local.getFileName();
                 written.add(remote);
