@@ -39,8 +39,10 @@ final class Prefetch {
             // While the other thread loads the library and reads the checkpoint, this one sets up
             // what the output needs: the first String.format with number grouping initializes the
             // Formatter and the locale's number symbols, ~20 ms.
-            String.format(java.util.Locale.ROOT, "%,d %-1s %.1f", 1L, "", 1.0);
-            if (doctor) FlinkJudge.flinkAvailable();
+            if (doctor) {
+                String.format(java.util.Locale.ROOT, "%,d %-1s %.1f", 1L, "", 1.0);
+                FlinkJudge.flinkAvailable();
+            }
             p.report.run(); // unless the other thread has started it
             try {
                 InspectReport r = p.report.get();
