@@ -385,7 +385,8 @@ final class TextRenderer {
         sb.append(printable(path)).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
                 .append(NL);
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append(String.format(Locale.ROOT, "  %s %s: %s%n", f.severity(), printable(f.code()), printable(f.message())));
+            sb.append("  ").append(f.severity()).append(' ').append(printable(f.code())).append(": ").append(printable(f.message()))
+                    .append(NL);
             String fix = command.apply(f.fix());
             if (!shown.add(fix)) {
                 sb.append("    same fix as above (one ha repair covers every file it selects)").append(NL);
