@@ -148,8 +148,8 @@ final class Doctor {
         List<CheckpointSurgeon.Finding> out = new ArrayList<>();
         if (r.metadataBytes() > RPC_FRAME / 2) {
             out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? ERROR : WARNING, "METADATA_SIZE",
-                    String.format(Locale.ROOT, "_metadata is %s, %s the default RPC frame size of 10 MiB",
-                            InspectReport.formatBytes(r.metadataBytes()), r.metadataBytes() > RPC_FRAME ? "over" : "over half of"),
+                    "_metadata is " + InspectReport.formatBytes(r.metadataBytes()) + ", "
+                            + (r.metadataBytes() > RPC_FRAME ? "over" : "over half of") + " the default RPC frame size of 10 MiB",
                     CheckpointSurgeon.Remedy.inspect(false), List.of()));
         }
         for (InspectReport.OperatorInfo op : r.operators()) {
@@ -190,11 +190,14 @@ final class Doctor {
                         && copies.get(0).elements() > copies.get(0).distinctElements();
                 if (identical && repeats) {
                     staleUnion.add(op.id() + "\u0000" + t.name());
-                    out.add(new CheckpointSurgeon.Finding(ERROR, "STALE_UNION_STATE", String.format(Locale.ROOT,
-                            "union state '%s' of operator %s is identical in all %d subtasks and repeats its values"
-                                    + " (%,d elements per subtask, %,d distinct): the signature of a union state the job"
-                                    + " no longer reads, which multiplies by the parallelism on every restore%s",
-                            t.name(), op.id(), copies.size(), copies.get(0).elements(), copies.get(0).distinctElements(),
+                    // the incident's findings are built without String.format: its first use costs a
+                    // just-started JVM ~20 ms (the locale's number symbols), most of a doctor's Java time
+                    out.add(new CheckpointSurgeon.Finding(ERROR, "STALE_UNION_STATE", "union state '" + t.name()
+                            + "' of operator " + op.id() + " is identical in all " + copies.size()
+                            + " subtasks and repeats its values (" + InspectReport.grouped(copies.get(0).elements())
+                            + " elements per subtask, " + InspectReport.grouped(copies.get(0).distinctElements())
+                            + " distinct): the signature of a union state the job no longer reads, which multiplies by"
+                            + " the parallelism on every restore" + (
                             known != null ? " (" + StaleStates.explain(known) + ")"
                                     : lookAlike != null ? " (" + StaleStates.explainLookAlike(named, lookAlike) + ")" : ""),
                             remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name()),
@@ -217,9 +220,9 @@ final class Doctor {
             }
             if (deployment > RPC_FRAME / 2) {
                 out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? ERROR : WARNING, "DEPLOYMENT_SIZE",
-                        String.format(Locale.ROOT, "every subtask of operator %s receives about %s of union state handles on"
-                                + " restore, %s the default RPC frame size of 10 MiB", op.id(), InspectReport.formatBytes(deployment),
-                                deployment > RPC_FRAME ? "over" : "over half of"),
+                        "every subtask of operator " + op.id() + " receives about " + InspectReport.formatBytes(deployment)
+                                + " of union state handles on restore, " + (deployment > RPC_FRAME ? "over" : "over half of")
+                                + " the default RPC frame size of 10 MiB",
                         CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
         }
@@ -386,11 +389,9 @@ final class Doctor {
                             CheckpointSurgeon.Remedy.inspect(false), List.of()));
                     continue;
                 }
-                out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", String.format(Locale.ROOT,
-                        "operator %s holds %s state '%s' (%,d elements, %s) of %s",
-                        op.id(), e.mode, t.name(), t.elements(),
-                        t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
-                        StaleStates.explain(e)),
+                out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", "operator " + op.id() + " holds " + e.mode
+                        + " state '" + t.name() + "' (" + InspectReport.grouped(t.elements()) + " elements, "
+                        + (t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes())) + ") of " + StaleStates.explain(e),
                         e == StaleStates.KAFKA ? remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, op.id(), null)
                                 : CheckpointSurgeon.Remedy.inspect(false),
                         e.mode.equals("UNION") && e != StaleStates.KAFKA

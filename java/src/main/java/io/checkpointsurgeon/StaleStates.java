@@ -154,10 +154,18 @@ final class StaleStates {
         for (Entry e : ENTRIES) {
             if (e.mode.equals(COORDINATOR) || !e.state.equals(t.name()) || !e.mode.equals(t.mode())) continue;
             if (t.elements() < e.minElements) continue;
-            if (e.notWith != null && op.stateTotals().stream().anyMatch(o -> o.name().equals(e.notWith))) continue;
+            if (e.notWith != null && hasState(op, e.notWith)) continue;
             return e;
         }
         return null;
+    }
+
+    /** Whether {@code op} has operator state {@code name} (a loop: this runs in every doctor). */
+    private static boolean hasState(InspectReport.OperatorInfo op, String name) {
+        for (InspectReport.StateTotal o : op.stateTotals()) {
+            if (o.name().equals(name)) return true;
+        }
+        return false;
     }
 
     /**

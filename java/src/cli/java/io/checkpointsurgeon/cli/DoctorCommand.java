@@ -132,7 +132,7 @@ final class DoctorCommand extends BaseCommand {
                 }
             } else {
                 String p = path.toString();
-                InspectReport r = Prefetch.inspect(pathArg);
+                InspectReport r = Prefetch.inspect(pathArg, true);
                 List<CheckpointSurgeon.Finding> found = new ArrayList<>(CheckpointSurgeon.doctor(r, pathArg));
                 if (examineKeyed) found.addAll(keyedFindings(r, registered));
                 results.add(new Result(p, found, f -> TextRenderer.command(f, p)));

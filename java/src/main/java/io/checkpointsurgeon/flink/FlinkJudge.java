@@ -21,14 +21,22 @@ public final class FlinkJudge {
 
     private FlinkJudge() {}
 
+    /** Whether Flink's loader is on this class's class path: asked once (a miss opens every jar of it). */
     public static boolean flinkAvailable() {
-        try {
-            Class.forName(CHECKPOINTS, false, FlinkJudge.class.getClassLoader());
-            return true;
-        } catch (ClassNotFoundException | LinkageError e) {
-            return false;
+        Boolean known = available;
+        if (known == null) {
+            try {
+                Class.forName(CHECKPOINTS, false, FlinkJudge.class.getClassLoader());
+                known = true;
+            } catch (ClassNotFoundException | LinkageError e) {
+                known = false;
+            }
+            available = known;
         }
+        return known;
     }
+
+    private static volatile Boolean available;
 
     public static String flinkVersion() {
         try {
