@@ -110,7 +110,7 @@ final class Doctor {
      */
     private static void orphans(List<CheckpointSurgeon.Finding> out, Path chk) {
         Path jobDir = chk.getParent();
-        if (jobDir == null || CheckpointScan.id(chk) < 0 || !Files.isDirectory(jobDir.resolve("shared"))) return;
+        if (jobDir == null || !Files.isDirectory(jobDir.resolve("shared")) || CheckpointScan.id(chk) < 0) return;
         try (java.util.stream.Stream<Path> s = Files.list(jobDir.resolve("shared"))) {
             if (s.limit(CHEAP_SHARED_ENTRIES + 1).count() > CHEAP_SHARED_ENTRIES) return;
             // older than deletion's floor only: a running job's checkpoint in progress is no orphan
