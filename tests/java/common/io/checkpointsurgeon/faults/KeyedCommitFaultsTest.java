@@ -62,7 +62,8 @@ import org.junit.Test;
  * The commit-protocol trials on a keyed rewrite ({@code remove-keyed-state --state b}), on a
  * canonical savepoint (4 keyed handles of 4 MiB, rewritten in parallel) and on a RocksDB
  * incremental checkpoint (2 handles: a new meta info stream and MANIFEST each), both with
- * {@code --output} and {@code --in-place}, each written by a real Flink 1.20.3 job at test time:
+ * {@code --output} and {@code --in-place}, each written at test time by a real job of the lane's
+ * Flink (1.15, 1.20 or 2.3):
  *
  * <ul>
  *   <li>SIGKILL and SIGTERM of the CLI process stalled at each commit step (the commit-faults seam),
@@ -130,8 +131,10 @@ public class KeyedCommitFaultsTest {
     private static Fixture rocksdb;
     private static final List<String> LOG = Collections.synchronizedList(new ArrayList<>());
 
-    static boolean flink120() {
-        return "1.20.3".equals(System.getProperty("flink.version"));
+    /** The lines the trials run on, as issue 28 asks: 1.15, 1.20 and 2.3 (each a full lane's release). */
+    static boolean trialLine() {
+        String v = System.getProperty("flink.version", "");
+        return v.equals("1.15.4") || v.equals("1.20.3") || v.equals("2.3.0");
     }
 
     static synchronized Path work() throws IOException {
@@ -175,13 +178,13 @@ public class KeyedCommitFaultsTest {
 
     @Test
     public void canonicalSavepointKilledOrFailedAtEachStep() throws Exception {
-        Assume.assumeTrue("runs on 1.20.3 only", flink120());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
         stepTrials(canonical());
     }
 
     @Test
     public void rocksDbIncrementalKilledOrFailedAtEachStep() throws Exception {
-        Assume.assumeTrue("runs on 1.20.3 only", flink120());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
         stepTrials(rocksdb());
     }
 
@@ -193,7 +196,7 @@ public class KeyedCommitFaultsTest {
      */
     @Test
     public void canonicalSavepointKilledInsideTheParallelRewrite() throws Exception {
-        Assume.assumeTrue("runs on 1.20.3 only", flink120());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
         Fixture f = canonical();
         int trials = Integer.getInteger("keyedFaults.rewriteTrials", 6), inside = 0;
         for (int t = 0; t < trials; t++) {
@@ -207,13 +210,13 @@ public class KeyedCommitFaultsTest {
 
     @Test
     public void canonicalSavepointOnAFullDisk() throws Exception {
-        Assume.assumeTrue("runs on 1.20.3 only", flink120());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
         diskFull(canonical());
     }
 
     @Test
     public void rocksDbIncrementalOnAFullDisk() throws Exception {
-        Assume.assumeTrue("runs on 1.20.3 only", flink120());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
         diskFull(rocksdb());
     }
 
