@@ -87,8 +87,10 @@ public class KeyedSurgeryRestoreTest {
     /** Per run and key: the value of {@code a} (v1: the last written; v2: found at the first element, "" if none). */
     static final Map<String, Map<Long, String>> A = new ConcurrentHashMap<>();
 
-    static boolean flink120() {
-        return System.getProperty("flink.version", "").startsWith("1.20");
+    /** Every case runs on the lines issue 28 names: 1.15, 1.20 and 2.3 (each a full lane, 15-25 s). */
+    static boolean issueLine() {
+        String v = System.getProperty("flink.version", "");
+        return v.startsWith("1.15.") || v.startsWith("1.20.") || v.startsWith("2.3.");
     }
 
     // ---- the incident
@@ -114,7 +116,7 @@ public class KeyedSurgeryRestoreTest {
 
     @Test
     public void compressedCanonicalSavepoint() throws Exception {
-        Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
+        Assume.assumeTrue("runs on Flink 1.15, 1.20 and 2.3", issueLine());
         Path work = tmp.newFolder("cs-keyed-compressed").toPath();
         Path savepoint = v1(work, "c1", "hashmap", true, true);
         Path removed = work.resolve("removed");
@@ -128,7 +130,7 @@ public class KeyedSurgeryRestoreTest {
 
     @Test
     public void renamedStateIsReadUnderItsNewName() throws Exception {
-        Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
+        Assume.assumeTrue("runs on Flink 1.15, 1.20 and 2.3", issueLine());
         Path work = tmp.newFolder("cs-keyed-rename").toPath();
         Path savepoint = v1(work, "r1", "hashmap", false, true);
         Path renamed = work.resolve("renamed");
@@ -148,7 +150,7 @@ public class KeyedSurgeryRestoreTest {
      */
     @Test
     public void rocksDbIncrementalRestoresPlainAndRescaled() throws Exception {
-        Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
+        Assume.assumeTrue("runs on Flink 1.15, 1.20 and 2.3", issueLine());
         Path work = tmp.newFolder("cs-keyed-rocksdb").toPath();
         Path checkpoint = v1(work, "i1", "rocksdb", false, false);
         Path removed = work.resolve("removed");
@@ -198,7 +200,7 @@ public class KeyedSurgeryRestoreTest {
 
     @Test
     public void aStateThatIsNotThereSelectsNothingAndTheLastStateMayGo() throws Exception {
-        Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
+        Assume.assumeTrue("runs on Flink 1.15, 1.20 and 2.3", issueLine());
         Path work = tmp.newFolder("cs-keyed-edges").toPath();
         Path savepoint = v1(work, "e1", "hashmap", false, true);
         try {
@@ -224,7 +226,7 @@ public class KeyedSurgeryRestoreTest {
     /** Two keyed rewrites of one checkpoint in place at once: one is LOCKED, the input is never changed. */
     @Test
     public void twoRunsAtOnceOneIsLockedAndTheInputStays() throws Exception {
-        Assume.assumeTrue("the heavier cases run on Flink 1.20", flink120());
+        Assume.assumeTrue("runs on Flink 1.15, 1.20 and 2.3", issueLine());
         Path work = tmp.newFolder("cs-keyed-locked").toPath();
         Path savepoint = v1(work, "l1", "hashmap", false, true);
         Map<String, byte[]> before = contents(savepoint);
@@ -447,12 +449,23 @@ public class KeyedSurgeryRestoreTest {
                 for (Object h : (java.util.Collection<?>) st.getClass().getMethod("getManagedKeyedState").invoke(st)) {
                     if (!h.getClass().getSimpleName().equals("IncrementalRemoteKeyedStateHandle")) continue;
                     Path instance = Files.createDirectories(scratch.resolve("instance-" + n++));
-                    for (Object f : (List<?>) h.getClass().getMethod("getPrivateState").invoke(h)) {
-                        String name = (String) f.getClass().getMethod("getLocalPath").invoke(f);
-                        Object handle = f.getClass().getMethod("getHandle").invoke(f);
+                    Object files = h.getClass().getMethod("getPrivateState").invoke(h);
+                    Map<String, Object> byName = new java.util.LinkedHashMap<>();
+                    if (files instanceof Map) { // before 1.18: StateHandleID (the local name) -> handle
+                        for (Map.Entry<?, ?> e : ((Map<?, ?>) files).entrySet()) {
+                            byName.put((String) e.getKey().getClass().getMethod("getKeyString").invoke(e.getKey()), e.getValue());
+                        }
+                    } else { // 1.18 on: a list of HandleAndLocalPath
+                        for (Object f : (List<?>) files) {
+                            byName.put((String) f.getClass().getMethod("getLocalPath").invoke(f),
+                                    f.getClass().getMethod("getHandle").invoke(f));
+                        }
+                    }
+                    for (Map.Entry<String, Object> f : byName.entrySet()) {
+                        Object handle = f.getValue();
                         try (java.io.InputStream in = (java.io.InputStream) handle.getClass().getMethod("openInputStream")
                                 .invoke(handle)) {
-                            Files.copy(in, instance.resolve(name));
+                            Files.copy(in, instance.resolve(f.getKey()));
                         }
                     }
                     try (org.rocksdb.Options o = new org.rocksdb.Options()) {
