@@ -1,5 +1,6 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.internal.Leftovers;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
@@ -34,8 +35,6 @@ final class Orphans {
     static final Duration FLOOR = Duration.ofHours(1);
     /** The directories of checkpoint storage: what a file must lie in to be taken for an orphan. */
     static final Pattern STORAGE = Pattern.compile("shared|taskowned|chk-\\d+|savepoint-.*");
-    /** A staged {@code _metadata} of this tool's commit protocol. */
-    static final Pattern STAGED = Pattern.compile("_metadata\\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}");
 
     private Orphans() {}
 
@@ -116,7 +115,7 @@ final class Orphans {
             }
             OrphanReport.Kind kind;
             Path chk = CheckpointScan.chkDirOf(f, s.roots, chkOfDir);
-            if (STAGED.matcher(name).matches()) {
+            if (Leftovers.stagedMetadata(name)) {
                 kind = OrphanReport.Kind.LEFTOVER;
             } else if (chk != null && s.incomplete.containsKey(chk)) {
                 kind = OrphanReport.Kind.INCOMPLETE_CHECKPOINT;

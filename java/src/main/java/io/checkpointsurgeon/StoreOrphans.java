@@ -1,6 +1,7 @@
 package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.flink.FlinkFileSystems;
+import io.checkpointsurgeon.internal.Leftovers;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
@@ -125,7 +126,7 @@ final class StoreOrphans {
 
     /** Why an unreferenced file is an orphan, or null when it lies outside checkpoint storage. */
     private static OrphanReport.Kind kind(StoreScan s, String f, String name) {
-        if (Orphans.STAGED.matcher(name).matches()) return OrphanReport.Kind.LEFTOVER;
+        if (Leftovers.stagedMetadata(name)) return OrphanReport.Kind.LEFTOVER;
         String chk = s.chkDirOf(f);
         if (chk != null && s.incomplete.containsKey(chk)) return OrphanReport.Kind.INCOMPLETE_CHECKPOINT;
         for (String dir : s.dirNames(f)) {

@@ -36,7 +36,7 @@ public final class Leftovers {
      * UUID): {@code _metadata\.tmp-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}}. Checked by hand, as
      * the next one: every doctor runs them, and a just-started JVM compiles and interprets a regex slowly.
      */
-    static boolean stagedMetadata(String name) {
+    public static boolean stagedMetadata(String name) {
         return name.length() == STAGED_PREFIX.length() + 36 && name.startsWith(STAGED_PREFIX)
                 && uuid(name, STAGED_PREFIX.length());
     }
