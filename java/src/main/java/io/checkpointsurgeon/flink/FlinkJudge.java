@@ -25,15 +25,14 @@ public final class FlinkJudge {
     public static boolean flinkAvailable() {
         Boolean known = available;
         if (known == null) {
-            if (classPathIsThisJarAlone()) {
+            // the jar alone holds no Flink: only the boot class path (-Xbootclasspath/a) is looked in
+            ClassLoader loader = classPathIsThisJarAlone() ? ClassLoader.getPlatformClassLoader()
+                    : FlinkJudge.class.getClassLoader();
+            try {
+                Class.forName(CHECKPOINTS, false, loader);
+                known = true;
+            } catch (ClassNotFoundException | LinkageError e) {
                 known = false;
-            } else {
-                try {
-                    Class.forName(CHECKPOINTS, false, FlinkJudge.class.getClassLoader());
-                    known = true;
-                } catch (ClassNotFoundException | LinkageError e) {
-                    known = false;
-                }
             }
             available = known;
         }
@@ -41,16 +40,15 @@ public final class FlinkJudge {
     }
 
     /**
-     * Whether the application class path is this library's jar alone and nothing is appended to the
-     * boot class path (the CLI's launcher, {@code java -jar}): the jar holds no Flink, so the lookup
-     * can only miss, and a miss opens the jar, whose classes the CLI otherwise takes from its
-     * class-data archive without opening it (~4 ms of a doctor's ~90). Anything else, a path that
-     * only a link makes equal included, is looked up.
+     * Whether the application class path is this library's jar alone (the CLI's launcher,
+     * {@code java -jar}): the jar holds no Flink, so a lookup there can only miss, and a miss opens
+     * the jar, whose classes the CLI otherwise takes from its class-data archive without opening it
+     * (~4 ms of a doctor's ~90). Anything else, a path that only a link makes equal included, is
+     * looked up in full.
      */
     static boolean classPathIsThisJarAlone() {
         String classPath = System.getProperty("java.class.path", "");
-        String bootAppended = System.getProperty("jdk.boot.class.path.append", "");
-        if (classPath.isEmpty() || classPath.indexOf(java.io.File.pathSeparatorChar) >= 0 || !bootAppended.isEmpty()
+        if (classPath.isEmpty() || classPath.indexOf(java.io.File.pathSeparatorChar) >= 0
                 || FlinkJudge.class.getClassLoader() != ClassLoader.getSystemClassLoader()) {
             return false;
         }
