@@ -290,6 +290,20 @@ public final class CheckpointSurgeon {
                 : Doctor.examine(report, FlinkFileSystems.localPath(checkpoint));
     }
 
+    /**
+     * {@link #doctor(InspectReport, String)} of a report another thread is still reading: {@code report}
+     * is that thread's {@link #inspect(String) inspect(checkpoint)}. The checks that need only a local
+     * checkpoint's files (its state files, leftovers, orphans) run on this thread meanwhile; the
+     * findings, their order and a failure to read are those of {@code doctor(report.get(), checkpoint)}.
+     */
+    public static List<Finding> doctor(java.util.concurrent.Future<InspectReport> report, String checkpoint)
+            throws CheckpointSurgeonException {
+        Objects.requireNonNull(report, "report");
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        return isFlinkPath(checkpoint) ? Doctor.examine(Doctor.await(report), checkpoint)
+                : Doctor.examine(report, FlinkFileSystems.localPath(checkpoint));
+    }
+
     /** {@link #doctor(Path)} for a Flink path or a local one. */
     public static List<Finding> doctor(String checkpoint) throws CheckpointSurgeonException {
         Objects.requireNonNull(checkpoint, "checkpoint");

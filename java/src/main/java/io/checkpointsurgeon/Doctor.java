@@ -13,6 +13,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 
 /** Finds what is wrong with a checkpoint and the remedy that fixes it. */
 final class Doctor {
@@ -31,11 +33,38 @@ final class Doctor {
      * directory, and, when Flink is on the class path, that Flink's own loader accepts {@code _metadata}.
      */
     static List<CheckpointSurgeon.Finding> examine(InspectReport r, Path path) throws CheckpointSurgeonException {
-        List<CheckpointSurgeon.Finding> out = examine(r, path.toString());
+        return examine(path, null, r);
+    }
+
+    /**
+     * {@link #examine(InspectReport, Path)} of a report still being read: the checks of the
+     * checkpoint's files, which need no report, run meanwhile on this thread.
+     */
+    static List<CheckpointSurgeon.Finding> examine(Future<InspectReport> report, Path path) throws CheckpointSurgeonException {
+        return examine(path, report, null);
+    }
+
+    private static List<CheckpointSurgeon.Finding> examine(Path path, Future<InspectReport> report, InspectReport read)
+            throws CheckpointSurgeonException {
         Path metadata = Files.isDirectory(path) ? path.resolve("_metadata") : path;
-        files(out, metadata);
-        leftovers(out, metadata.toAbsolutePath().getParent());
-        orphans(out, metadata.toAbsolutePath().getParent());
+        List<CheckpointSurgeon.Finding> onDisk = new ArrayList<>();
+        RuntimeException failedUnchecked = null;
+        CheckpointSurgeonException failed = null;
+        try {
+            files(onDisk, metadata);
+            leftovers(onDisk, metadata.toAbsolutePath().getParent());
+            orphans(onDisk, metadata.toAbsolutePath().getParent());
+        } catch (CheckpointSurgeonException e) {
+            failed = e;
+        } catch (RuntimeException e) {
+            failedUnchecked = e;
+        }
+        // a _metadata that cannot be read fails as inspect's read says, before the file checks' own error
+        InspectReport r = read != null ? read : await(report);
+        List<CheckpointSurgeon.Finding> out = examine(r, path.toString());
+        if (failed != null) throw failed;
+        if (failedUnchecked != null) throw failedUnchecked;
+        out.addAll(onDisk);
         if (FlinkJudge.flinkAvailable()) {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
@@ -46,6 +75,23 @@ final class Doctor {
             }
         }
         return out;
+    }
+
+    /** The report {@code report} computes; its failure as the reading thread had it. */
+    static InspectReport await(Future<InspectReport> report) throws CheckpointSurgeonException {
+        try {
+            return report.get();
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof CheckpointSurgeonException) throw (CheckpointSurgeonException) cause;
+            if (cause instanceof RuntimeException) throw (RuntimeException) cause;
+            if (cause instanceof Error) throw (Error) cause;
+            throw new IllegalStateException(cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INTERRUPTED,
+                    "interrupted while waiting for the report of the checkpoint");
+        }
     }
 
     /** Findings for state files that are missing, or that lie outside the job directory. */

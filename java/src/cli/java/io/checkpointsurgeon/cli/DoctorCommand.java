@@ -132,9 +132,12 @@ final class DoctorCommand extends BaseCommand {
                 }
             } else {
                 String p = path.toString();
-                InspectReport r = Prefetch.inspect(pathArg, true);
-                List<CheckpointSurgeon.Finding> found = new ArrayList<>(CheckpointSurgeon.doctor(r, pathArg));
-                if (examineKeyed) found.addAll(keyedFindings(r, registered));
+                // read ahead: the checks of the checkpoint's files run while the other core reads it
+                Prefetch.Ahead ahead = Prefetch.ahead(pathArg, true);
+                InspectReport r = ahead == null ? CheckpointSurgeon.inspect(pathArg) : null;
+                List<CheckpointSurgeon.Finding> found = new ArrayList<>(
+                        r == null ? CheckpointSurgeon.doctor(ahead, pathArg) : CheckpointSurgeon.doctor(r, pathArg));
+                if (examineKeyed) found.addAll(keyedFindings(r == null ? ahead.take() : r, registered));
                 results.add(new Result(p, found, f -> TextRenderer.command(f, p)));
             }
         }

@@ -62,6 +62,11 @@ final class Terminal {
         StringBuilder b = null;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
+            if (c >= 0x20 && c < 0x7f) {
+                // printable ASCII, most of every line: no call per character (the CLI runs interpreted)
+                if (b != null) b.append(c);
+                continue;
+            }
             boolean lone = Character.isHighSurrogate(c) ? i + 1 >= s.length() || !Character.isLowSurrogate(s.charAt(i + 1))
                     : Character.isLowSurrogate(c) && (i == 0 || !Character.isHighSurrogate(s.charAt(i - 1)));
             if (escaped(c) || lone) {
@@ -98,7 +103,7 @@ final class Terminal {
             int start = off;
             for (int i = off; i < off + len; i++) {
                 char c = buf[i];
-                if (c != '\n' && escaped(c)) {
+                if ((c < 0x20 || c >= 0x7f) && c != '\n' && escaped(c)) {
                     out.write(buf, start, i - start);
                     out.write(escape(c));
                     start = i + 1;
