@@ -15,6 +15,7 @@ import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.fixtures.Functions;
 import io.checkpointsurgeon.fixtures.Shims;
 import io.checkpointsurgeon.internal.CommitFaults;
+import io.checkpointsurgeon.restore.KeyedSurgeryRestoreTest;
 import io.checkpointsurgeon.testing.CliProcess;
 import io.checkpointsurgeon.testing.FlinkConf;
 import io.checkpointsurgeon.testing.MiniClusterJob;
@@ -131,12 +132,6 @@ public class KeyedCommitFaultsTest {
     private static Fixture rocksdb;
     private static final List<String> LOG = Collections.synchronizedList(new ArrayList<>());
 
-    /** The lines the trials run on, as issue 28 asks: 1.15, 1.20 and 2.3 (each a full lane's release). */
-    static boolean trialLine() {
-        String v = System.getProperty("flink.version", "");
-        return v.equals("1.15.4") || v.equals("1.20.3") || v.equals("2.3.0");
-    }
-
     static synchronized Path work() throws IOException {
         if (work == null) work = Files.createTempDirectory("cs-keyed-faults");
         return work;
@@ -178,13 +173,13 @@ public class KeyedCommitFaultsTest {
 
     @Test
     public void canonicalSavepointKilledOrFailedAtEachStep() throws Exception {
-        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", KeyedSurgeryRestoreTest.issueLine());
         stepTrials(canonical());
     }
 
     @Test
     public void rocksDbIncrementalKilledOrFailedAtEachStep() throws Exception {
-        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", KeyedSurgeryRestoreTest.issueLine());
         stepTrials(rocksdb());
     }
 
@@ -196,7 +191,7 @@ public class KeyedCommitFaultsTest {
      */
     @Test
     public void canonicalSavepointKilledInsideTheParallelRewrite() throws Exception {
-        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", KeyedSurgeryRestoreTest.issueLine());
         Fixture f = canonical();
         int trials = Integer.getInteger("keyedFaults.rewriteTrials", 6), inside = 0;
         for (int t = 0; t < trials; t++) {
@@ -210,13 +205,13 @@ public class KeyedCommitFaultsTest {
 
     @Test
     public void canonicalSavepointOnAFullDisk() throws Exception {
-        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", KeyedSurgeryRestoreTest.issueLine());
         diskFull(canonical());
     }
 
     @Test
     public void rocksDbIncrementalOnAFullDisk() throws Exception {
-        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", trialLine());
+        Assume.assumeTrue("runs on 1.15.4, 1.20.3 and 2.3.0", KeyedSurgeryRestoreTest.issueLine());
         diskFull(rocksdb());
     }
 

@@ -87,8 +87,11 @@ public class KeyedSurgeryRestoreTest {
     /** Per run and key: the value of {@code a} (v1: the last written; v2: found at the first element, "" if none). */
     static final Map<String, Map<Long, String>> A = new ConcurrentHashMap<>();
 
-    /** Every case runs on the lines issue 28 names: 1.15, 1.20 and 2.3 (each a full lane, 15-25 s). */
-    static boolean issueLine() {
+    /**
+     * Every case runs on the lines issue 28 names: 1.15, 1.20 and 2.3 (each a full lane, 15-25 s);
+     * {@code KeyedCommitFaultsTest}'s trials too.
+     */
+    public static boolean issueLine() {
         String v = System.getProperty("flink.version", "");
         return v.startsWith("1.15.") || v.startsWith("1.20.") || v.startsWith("2.3.");
     }
