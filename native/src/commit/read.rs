@@ -258,7 +258,7 @@ impl Checkpoint {
     }
 
     /// The local copy of a mirrored absolute path; an error when the rest of the path could
-    /// leave the mirror directory.
+    /// leave the mirror directory, by its name or through a symbolic link.
     fn mirrored(&self, path: &str) -> Result<Option<PathBuf>> {
         for (prefix, local) in &self.mirrors {
             if let Some(rest) = path.strip_prefix(prefix.as_str()) {
@@ -272,7 +272,10 @@ impl Checkpoint {
                         "state file {path}: '{rest}' is not a plain path below {prefix}; refusing to read it"
                     )));
                 }
-                return Ok(Some(local.join(rest)));
+                let p = local.join(rest);
+                let root = std::fs::canonicalize(local).unwrap_or_else(|_| local.clone());
+                refuse_link_outside(&p, std::slice::from_ref(&root))?;
+                return Ok(Some(p));
             }
         }
         Ok(None)

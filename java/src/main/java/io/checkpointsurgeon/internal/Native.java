@@ -51,7 +51,13 @@ public final class Native {
     /** The keyed-state report of a local checkpoint, read with one thread per core. */
     public static KeyedReport inspectKeyed(Path checkpoint, ProgressListener progress) throws CheckpointSurgeonException {
         NativeBridge.ensureLoaded();
-        return Wire.keyedReport(NativeBridge.inspectKeyed(Wire.source(checkpoint), null, new KeyedReads(null, progress),
+        byte[] source = Wire.source(checkpoint);
+        MovedCheckpoint moved = MovedCheckpoint.of(checkpoint, stateFiles(source));
+        if (moved != null) {
+            source = moved.source();
+            progress.message("keyed state of " + checkpoint + ": " + moved.note());
+        }
+        return Wire.keyedReport(NativeBridge.inspectKeyed(source, null, new KeyedReads(null, progress),
                 Runtime.getRuntime().availableProcessors()));
     }
 
