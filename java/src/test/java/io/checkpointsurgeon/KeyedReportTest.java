@@ -228,6 +228,15 @@ public class KeyedReportTest {
         Result diff = CliSubprocessTest.cli("diff", v1, stale, "--keyed", "--json");
         assertEquals(diff.err, 0, diff.code);
         assertTrue(diff.out, diff.out.contains("\"mode\": \"keyed map\""));
+        // history's series of a keyed state: its entries and bytes per checkpoint, as diff counts them
+        Map<?, ?> dropped = ((List<?>) ((Map<?, ?>) Json.parse(diff.out)).get("states")).stream().map(m -> (Map<?, ?>) m)
+                .filter(m -> DROPPED.equals(m.get("state"))).findFirst().orElseThrow();
+        String series = history.out.substring(history.out.indexOf(DROPPED + " (keyed value)"));
+        assertTrue(series, series.contains(String.format(java.util.Locale.ROOT,
+                "%n  elements %12s%12s%n  growth   %12s%12s%n  bytes    %12s%12s%n",
+                grouped(dropped.get("elementsA")), grouped(dropped.get("elementsB")), "-",
+                String.format(java.util.Locale.ROOT, "x%.2f", ((Number) dropped.get("factor")).doubleValue()),
+                grouped(dropped.get("bytesA")), grouped(dropped.get("bytesB")))));
     }
 
     @Test
@@ -246,5 +255,10 @@ public class KeyedReportTest {
         assertEquals("grown", keyed.change());
         assertEquals(2.0, keyed.factor(), 0);
         assertEquals("same", d.states().get(0).change());
+    }
+
+    /** A JSON number as the CLI's text prints a count. */
+    private static String grouped(Object n) {
+        return String.format(java.util.Locale.ROOT, "%,d", ((Number) n).longValue());
     }
 }

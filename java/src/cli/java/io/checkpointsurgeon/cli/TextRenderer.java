@@ -457,7 +457,7 @@ final class TextRenderer {
         return sb.append(findings(d.findings(), bDir)).toString();
     }
 
-    /** {@code history}: every state's series, then the findings with their remedies for the newest checkpoint {@code lastDir}. */
+    /** {@code history}: every state's series (elements, their growth from the checkpoint before, bytes, parallelism), then the findings with their remedies for the newest checkpoint {@code lastDir}. */
     static String history(Growth.History h, String lastDir) {
         StringBuilder sb = new StringBuilder("checkpoint ");
         for (Growth.Checkpoint c : h.checkpoints()) sb.append(String.format(Locale.ROOT, "%12d", c.id()));
@@ -468,6 +468,15 @@ final class TextRenderer {
             sb.append(String.format(Locale.ROOT, "%s %s (%s)%n", s.operatorId(), printable(s.state()), printable(s.mode())));
             sb.append("  elements ");
             for (long e : s.elements()) sb.append(String.format(Locale.ROOT, "%12s", count(e)));
+            sb.append(NL).append("  growth   ");
+            long before = -1;
+            for (long e : s.elements()) {
+                sb.append(String.format(Locale.ROOT, "%12s", before > 0 && e >= 0 ? String.format(Locale.ROOT, "x%.2f",
+                        (double) e / before) : "-"));
+                before = e;
+            }
+            sb.append(NL).append("  bytes    ");
+            for (long b : s.bytes()) sb.append(String.format(Locale.ROOT, "%12s", count(b)));
             sb.append(NL).append("  parallel ");
             for (int p : s.parallelism()) sb.append(String.format(Locale.ROOT, "%12s", count(p)));
             sb.append(NL);
