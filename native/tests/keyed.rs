@@ -568,26 +568,10 @@ fn every_corpus_checkpoint_with_keyed_state_is_read_without_crash_or_hang() {
                     non_materialized, ..
                 } = h
                 {
-                    // the materialized part per state, the state change log as one sum with why
+                    // the materialized part per state, the state change log per state too
                     changelogs += 1;
                     let last = readings.last().unwrap().as_ref().unwrap();
-                    assert_eq!(last.format, SnapshotFormat::Changelog, "{w}");
-                    assert!(last.meta.is_none() && last.states.is_empty(), "{w}");
-                    let log: u64 = non_materialized
-                        .iter()
-                        .flatten()
-                        .map(|n| n.state_size().max(0) as u64)
-                        .sum();
-                    assert_eq!(
-                        (last.total_bytes, last.unattributed_bytes),
-                        (log, log),
-                        "{w}"
-                    );
-                    assert!(
-                        last.notes.iter().any(|n| n.message.contains("one sum")),
-                        "{w}: {:?}",
-                        last.notes
-                    );
+                    check_change_log(&w, non_materialized, last);
                     for m in &readings[..readings.len() - 1] {
                         let m = m.as_ref().unwrap();
                         assert!(
@@ -659,6 +643,97 @@ fn every_corpus_checkpoint_with_keyed_state_is_read_without_crash_or_hang() {
         "the corpus holds changelog handles (code 14)"
     );
     assert!(start.elapsed() < Duration::from_secs(120));
+}
+
+/// The checks of a change log's reading: Flink's own size of the log (the sum of its changes'
+/// lengths) is the METADATA records, the states' changes and what is unattributed; the states are
+/// the METADATA records' and each has its changes.
+fn check_change_log(w: &str, parts: &[Option<KeyedHandle>], r: &HandleReading) {
+    assert_eq!(r.format, SnapshotFormat::Changelog, "{w}");
+    assert!(r.meta.is_none(), "{w}");
+    let c = r
+        .changelog
+        .as_ref()
+        .unwrap_or_else(|| panic!("{w}: the log is read per state: {:?}", r.notes));
+    let flink_size: u64 = parts
+        .iter()
+        .flatten()
+        .map(|n| n.state_size().max(0) as u64)
+        .sum();
+    let stored: u64 = r.states.iter().map(|s| s.stored_bytes).sum();
+    assert_eq!(c.change_bytes(), flink_size, "{w}: Flink's size of the log");
+    assert_eq!(
+        r.header_bytes + stored + r.unattributed_bytes,
+        flink_size,
+        "{w}: METADATA, states and unattributed bytes make Flink's size"
+    );
+    assert_eq!(r.total_bytes, flink_size + r.overhead_bytes, "{w}");
+    assert_eq!(r.states.len(), c.states.len(), "{w}");
+    for (s, n) in c.states.iter().zip(&r.states) {
+        assert!(s.counts.metadata >= 1 && !s.ids.is_empty(), "{w}");
+        assert_eq!(n.entries, s.counts.changes, "{w}");
+        assert_eq!(
+            s.counts.by_operation.iter().sum::<u64>(),
+            s.counts.changes,
+            "{w}"
+        );
+    }
+    assert!(
+        r.notes.iter().any(|n| n.message.contains("change records")),
+        "{w}: {:?}",
+        r.notes
+    );
+}
+
+/// The corpus' changelog checkpoints (Flink 1.16, 1.17 and 1.19, heap and RocksDB): every change
+/// log is read per state, its states named by its METADATA records, each with changes.
+#[test]
+fn corpus_change_logs_are_counted_per_state() {
+    let Some(root) = corpus_root() else {
+        eprintln!("../shared/corpus is absent: skipped");
+        return;
+    };
+    let dir = root.join("apache__flink/flink-tests/src/test/resources");
+    let mut logs = 0;
+    for name in [
+        "new-stateful-udf-migration-itcase-flink1.17-hashmap-checkpoint",
+        "stateful-scala-udf-migration-itcase-flink1.16-rocksdb-checkpoint",
+        "stateful-scala-udf-migration-itcase-flink1.19-hashmap-checkpoint",
+        "stateful-scala-with-broadcast-udf-migration-itcase-flink1.16-hashmap-checkpoint",
+        "stateful-scala-with-broadcast-udf-migration-itcase-flink1.19-hashmap-checkpoint",
+    ] {
+        let cp = Checkpoint::open(&dir.join(name)).unwrap();
+        for (op, subtask, h, r) in readings(&cp) {
+            let KeyedHandle::Changelog {
+                non_materialized, ..
+            } = &h
+            else {
+                continue;
+            };
+            if r.format != SnapshotFormat::Changelog {
+                continue;
+            }
+            let w = format!("{name} {op} #{subtask}");
+            check_reading(&w, &r);
+            check_change_log(&w, non_materialized, &r);
+            let c = r.changelog.as_ref().unwrap();
+            assert!(c.unknown_ids.is_empty(), "{w}");
+            for (s, n) in c.states.iter().zip(&r.states) {
+                println!(
+                    "{w}: {} {:?} ids {:?}: {} changes ({}), {} bytes",
+                    s.meta.name,
+                    s.meta.state_type(),
+                    s.ids,
+                    n.entries,
+                    s.counts.operations(),
+                    n.stored_bytes
+                );
+            }
+            assert!(r.states.iter().any(|s| s.entries > 0), "{w}");
+            logs += 1;
+        }
+    }
+    assert!(logs >= 10, "{logs} change logs");
 }
 
 // ------------------------------------------------------------------------------------------------
