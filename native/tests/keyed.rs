@@ -679,7 +679,9 @@ fn check_change_log(w: &str, parts: &[Option<KeyedHandle>], r: &HandleReading) {
         );
     }
     assert!(
-        r.notes.iter().any(|n| n.message.contains("change records")),
+        r.notes
+            .iter()
+            .any(|n| n.message.contains("change records, not live entries")),
         "{w}: {:?}",
         r.notes
     );

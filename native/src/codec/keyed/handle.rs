@@ -245,11 +245,6 @@ pub fn read_handle(
     }
 }
 
-/// What the change log figures are, on every change log read.
-pub const CHANGELOG_NUMBERS: &str = "the state change log since the last materialization: \
-     entries are change records (SET, ADD, CLEAR, ...), not live entries; bytes are the changes' \
-     bytes, uncompressed";
-
 /// Reads the change log parts of one changelog handle, in order, with one map of state ids (as
 /// Flink's restore does). A log this tool cannot read (an unknown operation or version) is one
 /// sum with the reason; a log that breaks Flink's format is an error.
@@ -323,17 +318,29 @@ fn read_change_log(
             complete: true,
         })
         .collect();
+    // the changes per operation, by Flink's names: what the log did to each state
+    let ops: Vec<String> = c
+        .states
+        .iter()
+        .filter(|s| s.counts.changes > 0)
+        .map(|s| format!("{} {}", s.meta.name, s.counts.operations()))
+        .collect();
     r.notes.push(Note {
         file: String::new(),
         offset: 0,
         message: format!(
-            "{} ({} change sets){}",
-            CHANGELOG_NUMBERS,
+            "state change log ({} change set{}{}), change records, not live entries: {}",
             c.change_sets,
+            if c.change_sets == 1 { "" } else { "s" },
             if c.compressed {
-                "; the log files are snappy-compressed"
+                ", snappy-compressed"
             } else {
                 ""
+            },
+            if ops.is_empty() {
+                "none".to_string()
+            } else {
+                ops.join("; ")
             }
         ),
     });
