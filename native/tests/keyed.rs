@@ -738,6 +738,231 @@ fn corpus_change_logs_are_counted_per_state() {
     assert!(logs >= 10, "{logs} change logs");
 }
 
+/// The changelog fixtures (a file system log, uncompressed and snappy-compressed): retained
+/// checkpoint, opened with the job directory Flink wrote the log below mirrored to `root`.
+fn changelog_fixture(root: &Path, line: &str) -> Checkpoint {
+    let job = line
+        .split("written in ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let chk = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("_metadata").is_file())
+        .expect("a retained checkpoint");
+    let mut cp = Checkpoint::open(&chk).unwrap();
+    let mut prefix = None;
+    cp.metadata.visit_stream_handles(&mut |h| {
+        if let StreamHandle::File { path, .. } = h {
+            let p = path.to_string();
+            if let Some(i) = p.find(&format!("/{job}/changelog/")) {
+                prefix = Some(p[..i + job.len() + 2].to_string());
+            }
+        }
+    });
+    cp.add_mirror(
+        &prefix.expect("log files by absolute path"),
+        root.to_path_buf(),
+    );
+    cp
+}
+
+/// Flink 1.20's file system change log (`dstl.dfs`, compressed or not) of KeyedStateJob: every
+/// state the job registers that changed is named and counted, and the bytes add up to Flink's own
+/// size of the log.
+#[test]
+fn a_file_system_change_log_is_counted_per_state() {
+    let mut seen = 0;
+    for (dir, name, line) in manifest_lines() {
+        if !name.starts_with("keyed-changelog") {
+            continue;
+        }
+        let cp = changelog_fixture(&dir, &line);
+        let job = registered(&line).unwrap();
+        let mut names = BTreeSet::new();
+        let mut files = 0;
+        for (op, subtask, h, r) in readings(&cp) {
+            let KeyedHandle::Changelog {
+                non_materialized, ..
+            } = &h
+            else {
+                continue;
+            };
+            let w = format!("{name} {op} #{subtask}");
+            check_reading(&w, &r);
+            check_change_log(&w, non_materialized, &r);
+            let c = r.changelog.as_ref().unwrap();
+            assert_eq!(c.compressed, name.ends_with("-compressed"), "{w}");
+            assert!(c.unknown_ids.is_empty() && c.outside.changes == 0, "{w}");
+            files += non_materialized
+                .iter()
+                .flatten()
+                .filter(|p| matches!(p, KeyedHandle::ChangelogFile { .. }))
+                .count();
+            for (s, n) in c.states.iter().zip(&r.states) {
+                let state = s.meta.name.to_string();
+                assert!(job.contains(&state), "{w}: {state} is one of {job:?}");
+                if n.entries > 0 {
+                    names.insert(state);
+                }
+            }
+        }
+        assert!(files >= 2, "{name}: {files} log file handles");
+        // value, list, map, reducing, aggregating, POJO and TTL states, and the timers
+        assert!(names.len() >= 6, "{name}: states with changes {names:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "the keyed-changelog fixtures of 1.20.3");
+}
+
+/// A copy of the uncompressed changelog fixture, and its first log file handle's file and offset.
+fn changelog_copy() -> (PathBuf, String, PathBuf, u64) {
+    let (dir, _, line) = manifest_lines()
+        .into_iter()
+        .find(|(_, n, _)| n == "keyed-changelog")
+        .unwrap();
+    let copy = common::temp_dir("changelog");
+    copy_tree(&dir, &copy);
+    let cp = changelog_fixture(&copy, &line);
+    let mut first = None;
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            if let Some(KeyedHandle::Changelog {
+                non_materialized, ..
+            }) = &st.managed_keyed
+            {
+                for p in non_materialized.iter().flatten() {
+                    if let KeyedHandle::ChangelogFile { handles, .. } = p {
+                        if let (offset, Some(StreamHandle::File { path, .. })) = &handles[0] {
+                            first.get_or_insert((path.to_string(), *offset as u64));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let (path, offset) = first.unwrap();
+    let file = copy
+        .join("changelog")
+        .join(path.split("/changelog/").nth(1).unwrap());
+    (copy, line, file, offset)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let t = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+/// The errors of reading the change logs of a (broken) copy of the changelog fixture.
+fn change_log_errors(copy: &Path, line: &str) -> Vec<String> {
+    let cp = changelog_fixture(copy, line);
+    let mut out = Vec::new();
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            let Some(h) = &st.managed_keyed else { continue };
+            for r in read_handle(h, &cp, op.max_parallelism) {
+                if let Err(e) = r {
+                    out.push(e.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_truncated_change_set_or_a_huge_change_length_is_an_error_with_the_file_and_offset() {
+    // the first change's length: after the compression flag, at the change set's offset, the
+    // number of key groups, the first key group's change count and key group
+    let (copy, line, file, offset) = changelog_copy();
+    let len_at = 1 + offset + 12;
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    let bytes = std::fs::read(&file).unwrap();
+    let mut huge = bytes.clone();
+    huge[len_at as usize..len_at as usize + 4].copy_from_slice(&0x7fff_fff0i32.to_be_bytes());
+    std::fs::write(&file, &huge).unwrap();
+    let start = Instant::now();
+    let errors = change_log_errors(&copy, &line);
+    assert!(
+        errors.iter().any(|e| e.contains(&name)
+            && e.contains(&format!("at byte {len_at}"))
+            && e.contains("2147483632 bytes")),
+        "{errors:?}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // cut in the first change, in the change set's counts, and after the first change set
+    for cut in [
+        len_at + 6,
+        1 + offset + 6,
+        (bytes.len() as u64 + len_at) / 2,
+    ] {
+        std::fs::write(&file, &bytes[..cut as usize]).unwrap();
+        let errors = change_log_errors(&copy, &line);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains(&name) && e.contains("at byte")),
+            "cut at {cut}: {errors:?}"
+        );
+    }
+    std::fs::remove_dir_all(&copy).unwrap();
+}
+
+#[test]
+fn a_truncated_compressed_change_log_is_an_error_with_the_file_and_offset() {
+    let (dir, _, line) = manifest_lines()
+        .into_iter()
+        .find(|(_, n, _)| n == "keyed-changelog-compressed")
+        .unwrap();
+    let copy = common::temp_dir("changelog-compressed");
+    copy_tree(&dir, &copy);
+    let logs = copy.join("changelog");
+    let mut files = Vec::new();
+    let mut stack = vec![logs];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    for f in &files {
+        let b = std::fs::read(f).unwrap();
+        std::fs::write(f, &b[..b.len() / 2]).unwrap();
+    }
+    let errors = change_log_errors(&copy, &line);
+    assert!(!errors.is_empty());
+    for e in &errors {
+        assert!(
+            e.contains("at byte")
+                && files
+                    .iter()
+                    .any(|f| e.contains(&*f.file_name().unwrap().to_string_lossy())),
+            "{e}"
+        );
+    }
+    std::fs::remove_dir_all(&copy).unwrap();
+}
+
 // ------------------------------------------------------------------------------------------------
 // Hostile inputs: each a clear error with the file and byte offset, fast, before memory is spent.
 
