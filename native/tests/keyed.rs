@@ -422,7 +422,7 @@ fn incremental_fixture(dir: &Path, line: &str) -> Vec<Checkpoint> {
             }
         });
         cp.add_mirror(
-            &prefix.expect("shared files by absolute path"),
+            &prefix.expect("shared (or change log) files by absolute path"),
             dir.to_path_buf(),
         );
         out.push(cp);
@@ -687,6 +687,29 @@ fn check_change_log(w: &str, parts: &[Option<KeyedHandle>], r: &HandleReading) {
     );
 }
 
+/// The change log readings of a checkpoint's changelog handles, each checked, with its handle's
+/// change log parts and a name for messages.
+fn change_logs(
+    cp: &Checkpoint,
+    what: &str,
+) -> Vec<(String, Vec<Option<KeyedHandle>>, HandleReading)> {
+    let mut out = Vec::new();
+    for (op, subtask, h, r) in readings(cp) {
+        match h {
+            KeyedHandle::Changelog {
+                non_materialized, ..
+            } if r.format == SnapshotFormat::Changelog => {
+                let w = format!("{what} {op} #{subtask}");
+                check_reading(&w, &r);
+                check_change_log(&w, &non_materialized, &r);
+                out.push((w, non_materialized, r));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The corpus' changelog checkpoints (Flink 1.16, 1.17 and 1.19, heap and RocksDB): every change
 /// log is read per state, its states named by its METADATA records, each with changes.
 #[test]
@@ -705,19 +728,7 @@ fn corpus_change_logs_are_counted_per_state() {
         "stateful-scala-with-broadcast-udf-migration-itcase-flink1.19-hashmap-checkpoint",
     ] {
         let cp = Checkpoint::open(&dir.join(name)).unwrap();
-        for (op, subtask, h, r) in readings(&cp) {
-            let KeyedHandle::Changelog {
-                non_materialized, ..
-            } = &h
-            else {
-                continue;
-            };
-            if r.format != SnapshotFormat::Changelog {
-                continue;
-            }
-            let w = format!("{name} {op} #{subtask}");
-            check_reading(&w, &r);
-            check_change_log(&w, non_materialized, &r);
+        for (w, _, r) in change_logs(&cp, name) {
             let c = r.changelog.as_ref().unwrap();
             assert!(c.unknown_ids.is_empty(), "{w}");
             for (s, n) in c.states.iter().zip(&r.states) {
@@ -738,41 +749,12 @@ fn corpus_change_logs_are_counted_per_state() {
     assert!(logs >= 10, "{logs} change logs");
 }
 
-/// The changelog fixtures (a file system log, uncompressed and snappy-compressed): retained
-/// checkpoint, opened with the job directory Flink wrote the log below mirrored to `root`.
+/// The changelog fixtures (a file system log, uncompressed and snappy-compressed): the retained
+/// checkpoint, with the job directory Flink wrote the log below (by absolute path) read from `root`.
 fn changelog_fixture(root: &Path, line: &str) -> Checkpoint {
-    let job = line
-        .split("written in ")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
-    let chk = std::fs::read_dir(root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.join("_metadata").is_file())
-        .expect("a retained checkpoint");
-    let mut cp = Checkpoint::open(&chk).unwrap();
-    let mut prefix = None;
-    cp.metadata.visit_stream_handles(&mut |h| {
-        if let StreamHandle::File { path, .. } = h {
-            let p = path.to_string();
-            if let Some(i) = p.find(&format!("/{job}/changelog/")) {
-                prefix = Some(p[..i + job.len() + 2].to_string());
-            }
-        }
-    });
-    cp.add_mirror(
-        &prefix.expect("log files by absolute path"),
-        root.to_path_buf(),
-    );
-    cp
+    incremental_fixture(root, line)
+        .pop()
+        .expect("a retained checkpoint")
 }
 
 /// Flink 1.20's file system change log (`dstl.dfs`, compressed or not) of KeyedStateJob: every
@@ -789,16 +771,7 @@ fn a_file_system_change_log_is_counted_per_state() {
         let job = registered(&line).unwrap();
         let mut names = BTreeSet::new();
         let mut files = 0;
-        for (op, subtask, h, r) in readings(&cp) {
-            let KeyedHandle::Changelog {
-                non_materialized, ..
-            } = &h
-            else {
-                continue;
-            };
-            let w = format!("{name} {op} #{subtask}");
-            check_reading(&w, &r);
-            check_change_log(&w, non_materialized, &r);
+        for (w, non_materialized, r) in change_logs(&cp, &name) {
             let c = r.changelog.as_ref().unwrap();
             assert_eq!(c.compressed, name.ends_with("-compressed"), "{w}");
             assert!(c.unknown_ids.is_empty() && c.outside.changes == 0, "{w}");
