@@ -879,6 +879,25 @@ fn a_truncated_change_set_or_a_huge_change_length_is_an_error_with_the_file_and_
         "{errors:?}"
     );
     assert!(start.elapsed() < Duration::from_secs(5));
+    // an operation code Flink does not have: that log is one sum, with the file and offset
+    let mut unknown = bytes.clone();
+    unknown[len_at as usize + 4] = 42;
+    std::fs::write(&file, &unknown).unwrap();
+    let cp = changelog_fixture(&copy, &line);
+    let notes: Vec<String> = readings(&cp)
+        .into_iter()
+        .filter(|(.., r)| r.changelog.is_none())
+        .flat_map(|(.., r)| r.notes)
+        .filter(|n| n.file.contains(&name) && n.offset == len_at + 4)
+        .map(|n| n.message)
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.contains("counted as one sum")
+                && m.contains("state change operation code 42")),
+        "{notes:?}"
+    );
     // cut in the first change, in the change set's counts, and after the first change set
     for cut in [
         len_at + 6,
