@@ -422,7 +422,7 @@ fn incremental_fixture(dir: &Path, line: &str) -> Vec<Checkpoint> {
             }
         });
         cp.add_mirror(
-            &prefix.expect("shared files by absolute path"),
+            &prefix.expect("shared (or change log) files by absolute path"),
             dir.to_path_buf(),
         );
         out.push(cp);
@@ -568,26 +568,10 @@ fn every_corpus_checkpoint_with_keyed_state_is_read_without_crash_or_hang() {
                     non_materialized, ..
                 } = h
                 {
-                    // the materialized part per state, the state change log as one sum with why
+                    // the materialized part per state, the state change log per state too
                     changelogs += 1;
                     let last = readings.last().unwrap().as_ref().unwrap();
-                    assert_eq!(last.format, SnapshotFormat::Changelog, "{w}");
-                    assert!(last.meta.is_none() && last.states.is_empty(), "{w}");
-                    let log: u64 = non_materialized
-                        .iter()
-                        .flatten()
-                        .map(|n| n.state_size().max(0) as u64)
-                        .sum();
-                    assert_eq!(
-                        (last.total_bytes, last.unattributed_bytes),
-                        (log, log),
-                        "{w}"
-                    );
-                    assert!(
-                        last.notes.iter().any(|n| n.message.contains("one sum")),
-                        "{w}: {:?}",
-                        last.notes
-                    );
+                    check_change_log(&w, non_materialized, last);
                     for m in &readings[..readings.len() - 1] {
                         let m = m.as_ref().unwrap();
                         assert!(
@@ -659,6 +643,316 @@ fn every_corpus_checkpoint_with_keyed_state_is_read_without_crash_or_hang() {
         "the corpus holds changelog handles (code 14)"
     );
     assert!(start.elapsed() < Duration::from_secs(120));
+}
+
+/// The checks of a change log's reading: Flink's own size of the log (the sum of its changes'
+/// lengths) is the METADATA records, the states' changes and what is unattributed; the states are
+/// the METADATA records' and each has its changes.
+fn check_change_log(w: &str, parts: &[Option<KeyedHandle>], r: &HandleReading) {
+    assert_eq!(r.format, SnapshotFormat::Changelog, "{w}");
+    assert!(r.meta.is_none(), "{w}");
+    let c = r
+        .changelog
+        .as_ref()
+        .unwrap_or_else(|| panic!("{w}: the log is read per state: {:?}", r.notes));
+    let flink_size: u64 = parts
+        .iter()
+        .flatten()
+        .map(|n| n.state_size().max(0) as u64)
+        .sum();
+    let stored: u64 = r.states.iter().map(|s| s.stored_bytes).sum();
+    assert_eq!(c.change_bytes(), flink_size, "{w}: Flink's size of the log");
+    assert_eq!(
+        r.header_bytes + stored + r.unattributed_bytes,
+        flink_size,
+        "{w}: METADATA, states and unattributed bytes make Flink's size"
+    );
+    assert_eq!(r.total_bytes, flink_size + r.overhead_bytes, "{w}");
+    assert_eq!(r.states.len(), c.states.len(), "{w}");
+    for (s, n) in c.states.iter().zip(&r.states) {
+        assert!(s.counts.metadata >= 1 && !s.ids.is_empty(), "{w}");
+        assert_eq!(n.entries, s.counts.changes, "{w}");
+        assert_eq!(
+            s.counts.by_operation.iter().sum::<u64>(),
+            s.counts.changes,
+            "{w}"
+        );
+    }
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.message.contains("change records, not live entries")),
+        "{w}: {:?}",
+        r.notes
+    );
+}
+
+/// The change log readings of a checkpoint's changelog handles, each checked, with its handle's
+/// change log parts and a name for messages.
+fn change_logs(
+    cp: &Checkpoint,
+    what: &str,
+) -> Vec<(String, Vec<Option<KeyedHandle>>, HandleReading)> {
+    let mut out = Vec::new();
+    for (op, subtask, h, r) in readings(cp) {
+        match h {
+            KeyedHandle::Changelog {
+                non_materialized, ..
+            } if r.format == SnapshotFormat::Changelog => {
+                let w = format!("{what} {op} #{subtask}");
+                check_reading(&w, &r);
+                check_change_log(&w, &non_materialized, &r);
+                out.push((w, non_materialized, r));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The corpus' changelog checkpoints (Flink 1.16, 1.17 and 1.19, heap and RocksDB): every change
+/// log is read per state, its states named by its METADATA records, each with changes.
+#[test]
+fn corpus_change_logs_are_counted_per_state() {
+    let Some(root) = corpus_root() else {
+        eprintln!("../shared/corpus is absent: skipped");
+        return;
+    };
+    let dir = root.join("apache__flink/flink-tests/src/test/resources");
+    let mut logs = 0;
+    for name in [
+        "new-stateful-udf-migration-itcase-flink1.17-hashmap-checkpoint",
+        "stateful-scala-udf-migration-itcase-flink1.16-rocksdb-checkpoint",
+        "stateful-scala-udf-migration-itcase-flink1.19-hashmap-checkpoint",
+        "stateful-scala-with-broadcast-udf-migration-itcase-flink1.16-hashmap-checkpoint",
+        "stateful-scala-with-broadcast-udf-migration-itcase-flink1.19-hashmap-checkpoint",
+    ] {
+        let cp = Checkpoint::open(&dir.join(name)).unwrap();
+        for (w, _, r) in change_logs(&cp, name) {
+            let c = r.changelog.as_ref().unwrap();
+            assert!(c.unknown_ids.is_empty(), "{w}");
+            for (s, n) in c.states.iter().zip(&r.states) {
+                println!(
+                    "{w}: {} {:?} ids {:?}: {} changes ({}), {} bytes",
+                    s.meta.name,
+                    s.meta.state_type(),
+                    s.ids,
+                    n.entries,
+                    s.counts.operations(),
+                    n.stored_bytes
+                );
+            }
+            assert!(r.states.iter().any(|s| s.entries > 0), "{w}");
+            logs += 1;
+        }
+    }
+    assert!(logs >= 10, "{logs} change logs");
+}
+
+/// The changelog fixtures (a file system log, uncompressed and snappy-compressed): the retained
+/// checkpoint, with the job directory Flink wrote the log below (by absolute path) read from `root`.
+fn changelog_fixture(root: &Path, line: &str) -> Checkpoint {
+    incremental_fixture(root, line)
+        .pop()
+        .expect("a retained checkpoint")
+}
+
+/// Flink 1.20's file system change log (`dstl.dfs`, compressed or not) of KeyedStateJob: every
+/// state the job registers that changed is named and counted, and the bytes add up to Flink's own
+/// size of the log.
+#[test]
+fn a_file_system_change_log_is_counted_per_state() {
+    let mut seen = 0;
+    for (dir, name, line) in manifest_lines() {
+        if !name.starts_with("keyed-changelog") {
+            continue;
+        }
+        let cp = changelog_fixture(&dir, &line);
+        let job = registered(&line).unwrap();
+        let mut names = BTreeSet::new();
+        let mut files = 0;
+        for (w, non_materialized, r) in change_logs(&cp, &name) {
+            let c = r.changelog.as_ref().unwrap();
+            assert_eq!(c.compressed, name.ends_with("-compressed"), "{w}");
+            assert!(c.unknown_ids.is_empty() && c.outside.changes == 0, "{w}");
+            files += non_materialized
+                .iter()
+                .flatten()
+                .filter(|p| matches!(p, KeyedHandle::ChangelogFile { .. }))
+                .count();
+            for (s, n) in c.states.iter().zip(&r.states) {
+                let state = s.meta.name.to_string();
+                assert!(job.contains(&state), "{w}: {state} is one of {job:?}");
+                if n.entries > 0 {
+                    names.insert(state);
+                }
+            }
+        }
+        assert!(files >= 2, "{name}: {files} log file handles");
+        // value, list, map, reducing, aggregating, POJO and TTL states, and the timers
+        assert!(names.len() >= 6, "{name}: states with changes {names:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "the keyed-changelog fixtures of 1.20.3");
+}
+
+/// A copy of the uncompressed changelog fixture, and its first log file handle's file and offset.
+fn changelog_copy() -> (PathBuf, String, PathBuf, u64) {
+    let (dir, _, line) = manifest_lines()
+        .into_iter()
+        .find(|(_, n, _)| n == "keyed-changelog")
+        .unwrap();
+    let copy = common::temp_dir("changelog");
+    copy_tree(&dir, &copy);
+    let cp = changelog_fixture(&copy, &line);
+    let mut first = None;
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            if let Some(KeyedHandle::Changelog {
+                non_materialized, ..
+            }) = &st.managed_keyed
+            {
+                for p in non_materialized.iter().flatten() {
+                    if let KeyedHandle::ChangelogFile { handles, .. } = p {
+                        if let (offset, Some(StreamHandle::File { path, .. })) = &handles[0] {
+                            first.get_or_insert((path.to_string(), *offset as u64));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let (path, offset) = first.unwrap();
+    let file = copy
+        .join("changelog")
+        .join(path.split("/changelog/").nth(1).unwrap());
+    (copy, line, file, offset)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let t = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+/// The errors of reading the change logs of a (broken) copy of the changelog fixture.
+fn change_log_errors(copy: &Path, line: &str) -> Vec<String> {
+    let cp = changelog_fixture(copy, line);
+    let mut out = Vec::new();
+    for op in &cp.metadata.operators {
+        for (_, st) in op.subtask_states() {
+            let Some(h) = &st.managed_keyed else { continue };
+            for r in read_handle(h, &cp, op.max_parallelism) {
+                if let Err(e) = r {
+                    out.push(e.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_truncated_change_set_or_a_huge_change_length_is_an_error_with_the_file_and_offset() {
+    // the first change's length: after the compression flag, at the change set's offset, the
+    // number of key groups, the first key group's change count and key group
+    let (copy, line, file, offset) = changelog_copy();
+    let len_at = 1 + offset + 12;
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    let bytes = std::fs::read(&file).unwrap();
+    let mut huge = bytes.clone();
+    huge[len_at as usize..len_at as usize + 4].copy_from_slice(&0x7fff_fff0i32.to_be_bytes());
+    std::fs::write(&file, &huge).unwrap();
+    let start = Instant::now();
+    let errors = change_log_errors(&copy, &line);
+    assert!(
+        errors.iter().any(|e| e.contains(&name)
+            && e.contains(&format!("at byte {len_at}"))
+            && e.contains("2147483632 bytes")),
+        "{errors:?}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // an operation code Flink does not have: that log is one sum, with the file and offset
+    let mut unknown = bytes.clone();
+    unknown[len_at as usize + 4] = 42;
+    std::fs::write(&file, &unknown).unwrap();
+    let cp = changelog_fixture(&copy, &line);
+    let notes: Vec<String> = readings(&cp)
+        .into_iter()
+        .filter(|(.., r)| r.changelog.is_none())
+        .flat_map(|(.., r)| r.notes)
+        .filter(|n| n.file.contains(&name) && n.offset == len_at + 4)
+        .map(|n| n.message)
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.contains("counted as one sum")
+                && m.contains("state change operation code 42")),
+        "{notes:?}"
+    );
+    // cut in the first change, in the change set's counts, and after the first change set
+    for cut in [
+        len_at + 6,
+        1 + offset + 6,
+        (bytes.len() as u64 + len_at) / 2,
+    ] {
+        std::fs::write(&file, &bytes[..cut as usize]).unwrap();
+        let errors = change_log_errors(&copy, &line);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains(&name) && e.contains("at byte")),
+            "cut at {cut}: {errors:?}"
+        );
+    }
+    std::fs::remove_dir_all(&copy).unwrap();
+}
+
+#[test]
+fn a_truncated_compressed_change_log_is_an_error_with_the_file_and_offset() {
+    let (dir, _, line) = manifest_lines()
+        .into_iter()
+        .find(|(_, n, _)| n == "keyed-changelog-compressed")
+        .unwrap();
+    let copy = common::temp_dir("changelog-compressed");
+    copy_tree(&dir, &copy);
+    let logs = copy.join("changelog");
+    let mut files = Vec::new();
+    let mut stack = vec![logs];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    for f in &files {
+        let b = std::fs::read(f).unwrap();
+        std::fs::write(f, &b[..b.len() / 2]).unwrap();
+    }
+    let errors = change_log_errors(&copy, &line);
+    assert!(!errors.is_empty());
+    for e in &errors {
+        assert!(
+            e.contains("at byte")
+                && files
+                    .iter()
+                    .any(|f| e.contains(&*f.file_name().unwrap().to_string_lossy())),
+            "{e}"
+        );
+    }
+    std::fs::remove_dir_all(&copy).unwrap();
 }
 
 // ------------------------------------------------------------------------------------------------

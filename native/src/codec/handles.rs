@@ -338,7 +338,12 @@ impl KeyedHandle {
                 .chain(non_materialized)
                 .map(|h| h.as_ref().map_or(0, |h| h.state_size()))
                 .sum(),
-            KeyedHandle::ChangelogInMemory { changes, .. } => changes.len() as i64,
+            // the changes' lengths, without their key groups and length fields
+            KeyedHandle::ChangelogInMemory {
+                changes,
+                num_changes,
+                ..
+            } => changes.len() as i64 - 8 * *num_changes as i64,
             KeyedHandle::ChangelogFile { size, .. } => *size,
         }
     }

@@ -8,11 +8,12 @@
 //! - RocksDB files (incremental checkpoints, native savepoints): RocksDB's table properties,
 //!   whose entries include tombstones and overwritten versions that compaction has not removed
 //!   yet ([`KeyedStateReport::rocksdb`]);
-//! - a changelog's state change log: one sum per handle, not per state.
+//! - a changelog's state change log: change records per state (SET, ADD, CLEAR, ...), named by
+//!   the log's METADATA records: changes since the last materialization, not live entries.
 
 use crate::codec::elements::SnapshotInfo;
 use crate::codec::keyed::handle::{HandleReading, RocksdbCounts, SnapshotFormat};
-use crate::codec::keyed::meta::{KeyedSerializer, KEY_SERIALIZER};
+use crate::codec::keyed::meta::{KeyedSerializer, KeyedStateMeta, KEY_SERIALIZER};
 use crate::codec::keyed::{Note, StateCount};
 use crate::codec::metadata::CheckpointMetadata;
 use crate::error::Error;
@@ -273,14 +274,23 @@ fn serializer_report(s: &KeyedSerializer) -> SerializerReport {
 }
 
 fn add_reading(o: &mut OperatorKeyed, subtask: i32, r: &HandleReading) {
-    let Some(meta) = &r.meta else { return };
-    for (i, m) in meta.states.iter().enumerate() {
+    // the meta info, or a change log's METADATA records (which hold no key serializer)
+    let (key, states): (Option<&KeyedSerializer>, Vec<&KeyedStateMeta>) =
+        match (&r.meta, &r.changelog) {
+            (Some(m), _) => (Some(&m.key_serializer), m.states.iter().collect()),
+            (None, Some(c)) => (None, c.states.iter().map(|s| &s.meta).collect()),
+            (None, None) => return,
+        };
+    for (i, m) in states.into_iter().enumerate() {
         let name = m.name.to_string_lossy();
         let pos = match o.states.iter().position(|s| s.name == name) {
             Some(p) => p,
             None => {
-                let mut serializers = vec![serializer_report(&meta.key_serializer)];
-                serializers[0].key = KEY_SERIALIZER.into();
+                let mut serializers = Vec::new();
+                if let Some(k) = key {
+                    serializers.push(serializer_report(k));
+                    serializers[0].key = KEY_SERIALIZER.into();
+                }
                 serializers.extend(m.serializers.iter().map(serializer_report));
                 o.states.push(KeyedStateReport {
                     name: name.clone(),

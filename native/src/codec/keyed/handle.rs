@@ -10,10 +10,12 @@
 //! canonical (`FullSnapshotAsyncWriter` is the only writer of savepoint handles of that class).
 //!
 //! Changelog handles (`ChangelogStateBackendHandle`): the materialized part is read like any
-//! handle; the state change log is shown as one sum, because its records name states by ids that
-//! the log defines itself (this tool does not replay it).
+//! handle; the state change log ([`changelog`]) is counted per state, the states named by the
+//! log's own METADATA records. Only a log this tool cannot read (an unknown operation code or
+//! meta info version) is one sum, with the reason.
 
 use super::canonical::{self, StreamCounts, STREAM_IDENTIFIER};
+use super::changelog::{self, ChangelogReading};
 use super::manifest::{self, Manifest};
 use super::meta::{self, KeyedBackendMeta};
 use super::sst::{self, SstProperties};
@@ -38,7 +40,8 @@ pub enum SnapshotFormat {
     /// RocksDB's own files (incremental checkpoints, native savepoints): the counts are RocksDB's
     /// table properties, whose entries include tombstones and versions not compacted yet.
     RocksdbFiles,
-    /// The state change log of a changelog handle, one sum.
+    /// The state change log of a changelog handle: change records (SET, ADD, CLEAR, ...) since
+    /// the last materialization, per state, not live entries.
     Changelog,
 }
 
@@ -107,9 +110,9 @@ pub struct HandleReading {
     pub format: SnapshotFormat,
     /// The first key group and the number of key groups.
     pub key_groups: (i32, i32),
-    /// The meta info (None for a changelog part).
+    /// The meta info (None for a change log).
     pub meta: Option<KeyedBackendMeta>,
-    /// Per state of the meta info, in its order.
+    /// Per state of the meta info, in its order (a change log: of `changelog.states`).
     pub states: Vec<StateCount>,
     /// All bytes of the handle: its stream, or its files.
     pub total_bytes: u64,
@@ -122,6 +125,8 @@ pub struct HandleReading {
     pub key_groups_with_data: u32,
     pub notes: Vec<Note>,
     pub rocksdb: Option<RocksdbReading>,
+    /// The change log's states and changes, per operation.
+    pub changelog: Option<ChangelogReading>,
 }
 
 impl HandleReading {
@@ -140,6 +145,7 @@ impl HandleReading {
             key_groups_with_data: 0,
             notes: Vec::new(),
             rocksdb: None,
+            changelog: None,
         }
     }
 }
@@ -212,19 +218,13 @@ pub fn read_handle(
                 .flatten()
                 .flat_map(|m| read_handle(m, src, max_parallelism))
                 .collect();
-            let mut r = HandleReading::new(
+            let parts: Vec<&KeyedHandle> = non_materialized.iter().flatten().collect();
+            out.push(read_change_log(
                 h.kind(),
-                SnapshotFormat::Changelog,
+                &parts,
+                src,
                 (*start_key_group, *num_key_groups),
-            );
-            r.total_bytes = non_materialized
-                .iter()
-                .flatten()
-                .map(|n| n.state_size().max(0) as u64)
-                .sum();
-            r.unattributed_bytes = r.total_bytes;
-            r.notes.push(changelog_note());
-            out.push(Ok(r));
+            ));
             out
         }
         KeyedHandle::ChangelogInMemory {
@@ -236,29 +236,144 @@ pub fn read_handle(
             start_key_group,
             num_key_groups,
             ..
-        } => {
-            let mut r = HandleReading::new(
-                h.kind(),
-                SnapshotFormat::Changelog,
-                (*start_key_group, *num_key_groups),
-            );
-            r.total_bytes = h.state_size().max(0) as u64;
-            r.unattributed_bytes = r.total_bytes;
-            r.notes.push(changelog_note());
-            vec![Ok(r)]
-        }
+        } => vec![read_change_log(
+            h.kind(),
+            &[h],
+            src,
+            (*start_key_group, *num_key_groups),
+        )],
     }
 }
 
-fn changelog_note() -> Note {
-    Note {
+/// Reads the change log parts of one changelog handle, in order, with one map of state ids (as
+/// Flink's restore does). A log this tool cannot read (an unknown operation or version) is one
+/// sum with the reason; a log that breaks Flink's format is an error.
+fn read_change_log(
+    kind: &'static str,
+    parts: &[&KeyedHandle],
+    src: &(dyn StreamSource + Sync),
+    range: (i32, i32),
+) -> Result<HandleReading> {
+    let mut r = HandleReading::new(kind, SnapshotFormat::Changelog, range);
+    let mut counter = changelog::Counter::new(range.0, range.1);
+    let mut read = || -> Result<()> {
+        for part in parts {
+            match part {
+                KeyedHandle::ChangelogInMemory {
+                    changes,
+                    num_changes,
+                    id,
+                    ..
+                } => counter
+                    .inline(changes, *num_changes)
+                    .map_err(|e| e.in_file(&format!("the inline changes of handle '{id}'")))?,
+                KeyedHandle::ChangelogFile { handles, .. } => {
+                    for (offset, sh) in handles {
+                        let Some(sh) = sh else { continue };
+                        let name = stream_name(sh);
+                        let stream = src.open_stream(sh).map_err(|e| e.in_file(&name))?;
+                        counter
+                            .log_file(&*stream, *offset)
+                            .map_err(|e| e.in_file(&name))?;
+                    }
+                }
+                other => {
+                    return Err(Error::Unsupported {
+                        file: String::new(),
+                        offset: 0,
+                        what: format!("a {} as a part of a change log", other.kind()),
+                    })
+                }
+            }
+        }
+        Ok(())
+    };
+    match read() {
+        Ok(()) => {}
+        Err(e @ Error::Unsupported { .. }) => {
+            // what cannot be read is one sum, with the reason
+            r.total_bytes = parts.iter().map(|p| p.state_size().max(0) as u64).sum();
+            r.unattributed_bytes = r.total_bytes;
+            let mut n = error_note("", &e);
+            if let Error::Unsupported { file, .. } = &e {
+                n.file = file.clone();
+            }
+            n.message = format!("the state change log is counted as one sum: {e}");
+            r.notes.push(n);
+            return Ok(r);
+        }
+        Err(e) => return Err(e),
+    }
+    let c = counter.reading;
+    r.total_bytes = c.bytes_read;
+    r.overhead_bytes = c.framing_bytes;
+    r.header_bytes = c.states.iter().map(|s| s.counts.metadata_bytes).sum();
+    r.states = c
+        .states
+        .iter()
+        .map(|s| StateCount {
+            entries: s.counts.changes,
+            raw_bytes: s.counts.bytes,
+            stored_bytes: s.counts.bytes,
+            complete: true,
+        })
+        .collect();
+    // the changes per operation, by Flink's names: what the log did to each state
+    let ops: Vec<String> = c
+        .states
+        .iter()
+        .filter(|s| s.counts.changes > 0)
+        .map(|s| format!("{} {}", s.meta.name, s.counts.operations()))
+        .collect();
+    r.notes.push(Note {
         file: String::new(),
         offset: 0,
-        message: "the state change log is counted as one sum: its records name states by ids \
-                  the log defines itself, and this tool does not replay it (take a savepoint for \
-                  a per-state breakdown)"
-            .into(),
+        message: format!(
+            "state change log ({} change set{}{}), change records, not live entries: {}",
+            c.change_sets,
+            if c.change_sets == 1 { "" } else { "s" },
+            if c.compressed {
+                ", snappy-compressed"
+            } else {
+                ""
+            },
+            if ops.is_empty() {
+                "none".to_string()
+            } else {
+                ops.join("; ")
+            }
+        ),
+    });
+    for (id, n) in &c.unknown_ids {
+        r.unattributed_bytes += n.bytes;
+        r.notes.push(Note {
+            file: String::new(),
+            offset: 0,
+            message: format!(
+                "state id {id} (no meta data in this log): {} changes ({}), {} bytes",
+                n.changes,
+                n.operations(),
+                n.bytes
+            ),
+        });
     }
+    if c.outside.changes > 0 {
+        r.unattributed_bytes += c.outside.bytes;
+        r.notes.push(Note {
+            file: String::new(),
+            offset: 0,
+            message: format!(
+                "{} changes ({} bytes) of key groups outside this handle's range {}..{}, which \
+                 Flink skips on restore (the log of a rescaled job)",
+                c.outside.changes,
+                c.outside.bytes,
+                range.0,
+                range.0 + range.1 - 1
+            ),
+        });
+    }
+    r.changelog = Some(c);
+    Ok(r)
 }
 
 fn read_key_groups(

@@ -463,3 +463,14 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
         .position(|w| w == needle)
         .map(|p| p + from)
 }
+
+/// Parses one state's meta info snapshot (`StateMetaInfoSnapshotReadersWriters.CurrentWriterImpl`)
+/// that starts at `from` in `record` and is followed by bytes this tool does not read (a changelog
+/// METADATA record's TTL config and default value): a snapshot body whose class the tool does not
+/// know is taken to run to the end of `record`.
+pub fn parse_state_entry(record: &Bytes, from: usize) -> Result<KeyedStateMeta> {
+    let mut r = Reader::new(record.clone());
+    r.seek(from)?;
+    let mut p = Parser { r, buf: record };
+    p.entry(Follow::End)
+}

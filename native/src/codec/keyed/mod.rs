@@ -8,6 +8,8 @@
 //! - [`heap`]: the heap backend's full checkpoint format (`HeapSnapshotStrategy`);
 //! - [`sst`]: a RocksDB SST file's footer and properties block (ranged reads, never the data);
 //! - [`manifest`]: a RocksDB MANIFEST (the log of `VersionEdit`s: column families, live files);
+//! - [`changelog`]: the state change log of a changelog handle (`StateChangeFormat`, METADATA
+//!   records naming the states), counted per state;
 //! - [`handle`]: one keyed handle of any kind, read into a [`HandleReading`];
 //! - [`rewrite`]: the stream of a key-groups handle rewritten without some states, or with states
 //!   renamed (keyed surgery).
@@ -18,6 +20,7 @@
 //! shares state between handles, so callers read handles in parallel.
 
 pub mod canonical;
+pub mod changelog;
 pub mod handle;
 pub mod heap;
 pub mod manifest;

@@ -338,7 +338,8 @@ final class Doctor {
                 largest.kind(), largest.name(), label(op), 100.0 * largest.total().storedBytes() / Math.max(1, all),
                 InspectReport.formatBytes(all), largest.total().entries(),
                 InspectReport.formatBytes(largest.total().storedBytes()),
-                largest.rocksDbNumbers() ? "; RocksDB's numbers, with tombstones and versions not compacted yet" : ""),
+                largest.rocksDbNumbers() ? "; RocksDB's numbers, with tombstones and versions not compacted yet"
+                        : largest.changelogNumbers() ? "; change log records since the last materialization" : ""),
                 CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
     }
 

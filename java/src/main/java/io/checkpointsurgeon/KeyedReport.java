@@ -17,8 +17,10 @@ import java.util.Objects;
  * canonical savepoints and heap checkpoints give exact counts of the snapshot's records; RocksDB's
  * files (incremental checkpoints, native savepoints) give RocksDB's table properties, whose entries
  * include tombstones and overwritten versions not compacted yet ({@link State#rocksDbNumbers()});
- * a changelog's state change log is one sum per handle. A handle that could not be read is listed
- * with its error (file and byte offset) and the rest of the report stands.
+ * a changelog's state change log gives, per state, its change records since the last materialization
+ * (SET, ADD, CLEAR, ...: changes, not live entries) and their bytes ({@link State#changelogNumbers()}).
+ * A handle that could not be read is listed with its error (file and byte offset) and the rest of the
+ * report stands.
  */
 public final class KeyedReport {
     private final String source;
@@ -85,7 +87,10 @@ public final class KeyedReport {
         HEAP_CHECKPOINT,
         /** RocksDB's own files (incremental checkpoints, native savepoints): RocksDB's table properties. */
         ROCKSDB_FILES,
-        /** The state change log of a changelog handle: one sum, not per state. */
+        /**
+         * The state change log of a changelog handle: per state, its change records since the last
+         * materialization (SET, ADD, CLEAR, ...), not live entries, and their bytes uncompressed.
+         */
         CHANGELOG;
 
         @Override
@@ -283,6 +288,14 @@ public final class KeyedReport {
          */
         public boolean rocksDbNumbers() {
             return formats.contains(SnapshotFormat.ROCKSDB_FILES);
+        }
+
+        /**
+         * Whether (some of) the numbers are a state change log's: change records since the last
+         * materialization (SET, ADD, CLEAR, ...), not live entries.
+         */
+        public boolean changelogNumbers() {
+            return formats.contains(SnapshotFormat.CHANGELOG);
         }
 
         /** RocksDB's own figures of the state's SST files, or null when it was not read from RocksDB's files. */

@@ -271,7 +271,7 @@ final class HtmlReport {
         sb.append("<table style=\"margin-top:8px\"><tr><th>keyed state</th><th>type</th><th>TTL</th>"
                 + "<th class=\"n\">entries</th><th class=\"n\">bytes</th><th class=\"n\">entries per subtask</th>"
                 + "<th>value serializer</th><th>format</th><th style=\"width:16%\"></th></tr>\n");
-        boolean rocksDb = false;
+        boolean rocksDb = false, changelog = false;
         for (KeyedReport.State s : op.states()) {
             long min = Long.MAX_VALUE, most = 0;
             for (KeyedReport.SubtaskCount t : s.subtasks()) {
@@ -291,9 +291,11 @@ final class HtmlReport {
                     .append(pct(s.total().storedBytes(), max)).append("\"><span style=\"width:100%;background:")
                     .append(COLORS[2]).append("\"></span></div></td></tr>\n");
             rocksDb |= s.rocksDbNumbers();
+            changelog |= s.changelogNumbers();
         }
         sb.append("</table>\n");
         if (rocksDb) sb.append("<p class=\"muted\">").append(esc(TextRenderer.ROCKSDB_NUMBERS)).append("</p>\n");
+        if (changelog) sb.append("<p class=\"muted\">").append(esc(TextRenderer.CHANGELOG_NUMBERS)).append("</p>\n");
         for (KeyedReport.Handle h : op.handles()) {
             if (h.error() != null) {
                 sb.append("<p class=\"warn\">subtask ").append(h.subtask()).append(": keyed handle not read: ")

@@ -170,6 +170,10 @@ final class TextRenderer {
     static final String ROCKSDB_NUMBERS = "RocksDB's numbers (its SST files' table properties): entries include"
             + " tombstones and overwritten versions that compaction has not removed yet; bytes are the SST files' sizes";
 
+    /** What a state change log's numbers are, wherever they are shown. */
+    static final String CHANGELOG_NUMBERS = "changelog: entries are the state change log's change records since the last"
+            + " materialization (SET, ADD, CLEAR, ...), not live entries; bytes are the changes' bytes, uncompressed";
+
     /**
      * {@code inspect --keyed}: per operator and keyed state its type, TTL, entries and bytes in
      * total and per subtask (min and max; with {@code subtasks} each one), its serializers and their
@@ -226,6 +230,9 @@ final class TextRenderer {
                             + " operands, %,d range deletions, data blocks %s%n", printable(s.name()), f.files(),
                             f.deletedKeys(), f.mergeOperands(), f.rangeDeletions(), bytes(f.dataSize())));
                 }
+            }
+            if (op.states().stream().anyMatch(KeyedReport.State::changelogNumbers)) {
+                sb.append("  ").append(CHANGELOG_NUMBERS).append(NL);
             }
             if (op.states().stream().anyMatch(KeyedReport.State::ttl)) {
                 sb.append("  TTL: the value serializer is Flink's TTL wrapper; the time to live, update type, visibility"
