@@ -821,6 +821,15 @@ public final class CheckpointSurgeon {
     }
 
     /**
+     * The doctor of a local directory that holds no {@code _metadata}: {@code LEFTOVER_FILES} (an
+     * ERROR) when a repair killed before its switch left files there, e.g. an {@code --output}
+     * holding only its staged {@code _metadata.tmp-*} and new state files; else nothing. Reads only.
+     */
+    public static List<Finding> doctorLeftovers(Path dir) {
+        return Doctor.leftoversWithoutMetadata(dir.toAbsolutePath().normalize());
+    }
+
+    /**
      * Deletes {@link #leftovers} under the directory's commit lock (fails with {@code LOCKED} while a
      * repair runs there), each deletion reported to the progress listener; returns what it deleted.
      */

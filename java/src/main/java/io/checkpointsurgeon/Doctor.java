@@ -130,6 +130,21 @@ final class Doctor {
 
     /** A finding for what a killed repair of this tool left in the checkpoint's directory. */
     private static void leftovers(List<CheckpointSurgeon.Finding> out, Path dir) {
+        leftovers(out, dir, WARNING, "");
+    }
+
+    /**
+     * {@link CheckpointSurgeon#doctorLeftovers}: an ERROR, the directory holds no checkpoint but
+     * what a killed repair left (an {@code --output} that never got its {@code _metadata}).
+     */
+    static List<CheckpointSurgeon.Finding> leftoversWithoutMetadata(Path dir) {
+        List<CheckpointSurgeon.Finding> out = new ArrayList<>();
+        leftovers(out, dir, CheckpointSurgeon.Finding.Severity.ERROR, "no _metadata, only what a repair left: ");
+        return out;
+    }
+
+    private static void leftovers(List<CheckpointSurgeon.Finding> out, Path dir, CheckpointSurgeon.Finding.Severity severity,
+            String prefix) {
         List<Path> found;
         try {
             found = Leftovers.find(dir);
@@ -139,7 +154,7 @@ final class Doctor {
         if (found.isEmpty()) return;
         List<String> names = new ArrayList<>();
         for (Path p : found) names.add(p.getFileName().toString());
-        out.add(new CheckpointSurgeon.Finding(WARNING, "LEFTOVER_FILES", String.format(Locale.ROOT,
+        out.add(new CheckpointSurgeon.Finding(severity, "LEFTOVER_FILES", prefix + String.format(Locale.ROOT,
                 "%d file(s) in %s were left by a checkpoint-surgeon repair that was killed before its switch (or"
                         + " belong to one running there now): %s; no _metadata of the directory references them (a"
                         + " _metadata.backup-* among them is the live _metadata under a second name), so they are safe to"

@@ -33,4 +33,14 @@ public interface ProgressListener {
     /** The commit sequence starts {@code step} of {@code unit} (a checkpoint's {@code _metadata}, an HA file). */
     default void commitStep(CommitStep step, String unit) {
     }
+
+    /**
+     * Whether a run that switched is still reported by the shutdown hook after it returned, until
+     * this listener is replaced (default no): for an application that prints each outcome itself and
+     * replaces its listener once it has (the CLI), so that a SIGTERM between the switch and that
+     * report still says which file is the repaired one and where its backup is.
+     */
+    default boolean outcomeUntilReplaced() {
+        return false;
+    }
 }

@@ -374,6 +374,71 @@ public class CliSubprocessTest {
         assertEquals(0, cli("doctor", dir.toString()).code);
     }
 
+    /**
+     * SIGTERM after the run switched and returned, before the CLI printed its outcome (stalled at
+     * its first write to stdout): the shutdown hook still says which _metadata is the repaired one
+     * and where the old one is kept. Before, the process exited 143 and said nothing at all.
+     */
+    @Test
+    public void aSignalBetweenTheSwitchAndTheReportStillNamesTheRepairAndItsBackup() throws Exception {
+        Path dir = Files.createTempDirectory("cs-cli-report").resolve("chk-5");
+        Files.createDirectory(dir);
+        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
+        }
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Dcheckpointsurgeon.test.stallAt=report", "-cp", withFaults(jar), CommitFaults.class.getName(),
+                "remove-state", dir.toString(), "--state", "union-list", "--apply", "--in-place")
+                .redirectErrorStream(true).redirectOutput(dir.resolveSibling("cli.out").toFile()).start();
+        // (the output goes to a file: Process.destroy closes the pipes it would be read from)
+        String text = "";
+        for (long end = System.nanoTime() + 60_000_000_000L; !text.contains("stalling at report") && p.isAlive()
+                && System.nanoTime() < end; text = Files.readString(dir.resolveSibling("cli.out"), StandardCharsets.UTF_8)) {
+            Thread.sleep(20);
+        }
+        assertTrue(text, text.contains("stalling at report"));
+        p.destroy(); // SIGTERM
+        int code = p.waitFor();
+        text = Files.readString(dir.resolveSibling("cli.out"), StandardCharsets.UTF_8);
+        assertEquals(text, 143, code);
+        List<String> backups;
+        try (var s = Files.list(dir)) {
+            backups = s.map(f -> f.getFileName().toString()).filter(n -> n.startsWith("_metadata.backup-"))
+                    .collect(java.util.stream.Collectors.toList());
+        }
+        assertEquals(backups.toString(), 1, backups.size());
+        Path real = dir.toRealPath();
+        assertTrue(text, text.contains("interrupted after the switch, which completed: " + real
+                + "/_metadata is the repaired one (the old one is kept as " + real.resolve(backups.get(0)) + ")"));
+        assertEquals("the repair is live", 0, cli("inspect", dir.toString()).code);
+        assertFalse(cli("inspect", dir.toString()).out.contains("union-list"));
+    }
+
+    /**
+     * A --output run killed before its switch leaves an output with no _metadata: the doctor of that
+     * output names what is there and the command that removes it (before: only "No such file"), and
+     * once removed the output takes the repair.
+     */
+    @Test
+    public void theDoctorOfAKilledOutputNamesItsLeftovers() throws Exception {
+        Path in = CheckpointSurgeonTest.fixture("operator-state-files");
+        Path out = Files.createTempDirectory("cs-cli-killed-output").resolve("out");
+        String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
+        Process killed = stalled(jar, "place", "remove-state", in.toString(), "--state", "union-list", "--apply", "--output",
+                out.toString());
+        killed.destroyForcibly().waitFor();
+        List<Path> left = CheckpointSurgeon.leftovers(out);
+        assertTrue(left.toString(), left.size() > 1 && !Files.exists(out.resolve("_metadata")));
+        Result doctor = cli("doctor", out.toString());
+        assertEquals(doctor.out + doctor.err, 4, doctor.code);
+        assertTrue(doctor.out, doctor.out.contains("ERROR LEFTOVER_FILES: no _metadata, only what a repair left: " + left.size()
+                + " file(s) in " + out.toRealPath()));
+        assertTrue(doctor.out, doctor.out.contains("fix: checkpoint-surgeon clean-leftovers " + out + " --apply"));
+        assertEquals(0, cli("clean-leftovers", out.toString(), "--apply").code);
+        assertEquals(0, cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString()).code);
+    }
+
     /** The CLI stalled at a commit step (the tests' fault seam), once it reached it. */
     private static Process stalled(String jar, String step, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),

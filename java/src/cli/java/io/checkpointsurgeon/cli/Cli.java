@@ -137,6 +137,7 @@ public final class Cli {
             return execute(args.length > 0 ? command(args[0]) : null, args);
         } finally {
             Prefetch.CURRENT.remove();
+            // the outcome is printed: a signal from now on has nothing of this run left to report
             CheckpointSurgeon.setProgressListener(null);
         }
     }
@@ -254,6 +255,12 @@ public final class Cli {
         @Override
         public void commitStep(CommitStep step, String unit) {
             if (trace) message("commit: " + step + " " + Terminal.safe(unit));
+        }
+
+        /** The CLI replaces this listener once the command's output is printed (see execute). */
+        @Override
+        public boolean outcomeUntilReplaced() {
+            return true;
         }
     }
 }

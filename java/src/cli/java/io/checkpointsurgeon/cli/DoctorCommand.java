@@ -130,6 +130,10 @@ final class DoctorCommand extends BaseCommand {
                     err().printf("[%d/%d] %s%n", i + 1, files.size(), TextRenderer.printable(files.get(i)));
                     results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i)), command));
                 }
+            } else if (!leftoversOnly(path).isEmpty()) {
+                // the --output of a repair killed before its switch: what it left, and the command that removes it
+                String p = path.toString();
+                results.add(new Result(p, leftoversOnly(path), f -> TextRenderer.command(f, p)));
             } else {
                 String p = path.toString();
                 // read ahead: the checks of the checkpoint's files run while the other core reads it
@@ -151,6 +155,17 @@ final class DoctorCommand extends BaseCommand {
         out.flush();
         return exitCode(results);
     }
+
+    /** What a killed repair left in a directory without {@code _metadata} (read once per run). */
+    private List<CheckpointSurgeon.Finding> leftoversOnly(Path path) {
+        if (leftoversOnly == null) {
+            leftoversOnly = Files.isDirectory(path) && !Files.exists(path.resolve("_metadata"))
+                    ? CheckpointSurgeon.doctorLeftovers(path) : List.of();
+        }
+        return leftoversOnly;
+    }
+
+    private List<CheckpointSurgeon.Finding> leftoversOnly;
 
     /** The keyed findings of the checkpoint at {@link #pathArg}, whose report is {@code r}. */
     private List<CheckpointSurgeon.Finding> keyedFindings(InspectReport r, List<String> registered)

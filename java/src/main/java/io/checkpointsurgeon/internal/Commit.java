@@ -260,6 +260,8 @@ final class Commit {
     private static volatile boolean stopping;
     /** The runs in progress in this JVM (guarded by itself). */
     private static final List<Run> RUNS = new ArrayList<>();
+    /** Runs that switched and returned, whose listener wants them reported until it is replaced (guarded by RUNS). */
+    private static final List<Run> RETURNED = new ArrayList<>();
     private static boolean hookInstalled;
 
     /** Whether the JVM is shutting down and runs are asked to stop (for the fault-injection seam's stalls). */
@@ -295,7 +297,11 @@ final class Commit {
         static Run start() throws CheckpointSurgeonException {
             Run r = new Run();
             synchronized (RUNS) {
-                checkStop();
+                if (stopping) {
+                    // no hook reports a run it never saw: this one says it did nothing
+                    r.listener.message("interrupted, nothing was changed");
+                    checkStop();
+                }
                 if (!hookInstalled) {
                     try {
                         Runtime.getRuntime().addShutdownHook(new Thread(Commit::shutdown, "checkpoint-surgeon-shutdown"));
@@ -313,6 +319,9 @@ final class Commit {
         void finish() {
             synchronized (RUNS) {
                 RUNS.remove(this);
+                ProgressListener current = CheckpointSurgeon.progressListener();
+                RETURNED.removeIf(r -> r.listener != current);
+                if (!switched.isEmpty() && listener == current && listener.outcomeUntilReplaced()) RETURNED.add(this);
             }
             synchronized (this) {
                 done = true;
@@ -338,6 +347,11 @@ final class Commit {
         synchronized (RUNS) {
             stopping = true;
             runs = new ArrayList<>(RUNS);
+            // a run that returned but whose outcome its caller has not shown yet (the listener is still its)
+            ProgressListener current = CheckpointSurgeon.progressListener();
+            for (Run r : RETURNED) {
+                if (r.listener == current) runs.add(r);
+            }
         }
         for (Run r : runs) {
             try {
