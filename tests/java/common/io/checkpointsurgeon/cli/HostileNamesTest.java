@@ -148,6 +148,15 @@ public class HostileNamesTest {
             commands.add(new String[] {"ha", "repair", ha.toString(), "--uid", HostileNames.UID, "--state",
                 HostileNames.BIDI, "--apply", "--force"});
         }
+        // the keyed surgeries' plans and an apply, relocate's check naming a hostile --to, an argument
+        // starting with '@' that names an existing file (taken as it is, not as that file's arguments)
+        commands.add(new String[] {"remove-keyed-state", d, "--state", K_CSI});
+        commands.add(new String[] {"rename-keyed-state", d, "--state", K_OSC, "--to", K_C1_BIDI + "-renamed"});
+        commands.add(new String[] {"remove-keyed-state", d, "--uid", KEYED_UID, "--state", K_LONG, "--apply", "--output",
+            base.resolve(DIR_NAME + "-keyed").toString()});
+        commands.add(new String[] {"relocate", d, "--from", "/", "--to", "/else\n\u001b[2J\u202e" + "z".repeat(20_000),
+            "--check"});
+        commands.add(new String[] {"remove-state", d, "--state", "@" + expect});
         commands.add(new String[] {"remove-state", d, "--state", HostileNames.OSC, "--apply", "--in-place"});
 
         StringBuilder all = new StringBuilder();

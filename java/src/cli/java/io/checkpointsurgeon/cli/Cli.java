@@ -155,6 +155,9 @@ public final class Cli {
             cl.getCommandSpec().versionProvider(new Version());
             args = Arrays.copyOfRange(args, 1, args.length);
         }
+        // an argument is what it says: a uid or state name starting with '@' is not a file of more
+        // arguments (picocli's default), which could add --apply --in-place to a plan
+        cl.setExpandAtFiles(false);
         // every text the command prints goes through the terminal guard (see Terminal)
         cl.setOut(Terminal.writer(System.out));
         cl.setErr(Terminal.writer(System.err));

@@ -73,8 +73,9 @@ final class HaRemoveCheckpointCommand extends BaseCommand {
                     : ZooKeeperLeader.checkpointPointers(zookeeperQuorum, zookeeperRoot, clusterId);
             KubernetesHa.Pointer p = select(all);
             String name = name(p);
-            out.printf("%s names checkpoint %d of job %s: %s%n", name, p.checkpointId, p.jobId,
-                    p.target == null ? p.problem : p.target);
+            // names, ids and paths as the HA store and the checkpoint hold them: escaped, one line each
+            out.printf("%s names checkpoint %d of job %s: %s%n", TextRenderer.printable(name), p.checkpointId,
+                    TextRenderer.printable(p.jobId), TextRenderer.printable(p.target == null ? p.problem : p.target));
             String[] checkpoint = new String[1];
             String problem = problem(p, checkpoint);
             if (problem == null) {
@@ -88,10 +89,10 @@ final class HaRemoveCheckpointCommand extends BaseCommand {
             } else {
                 out.println("  which Flink cannot recover from: " + TextRenderer.printable(problem));
             }
-            out.println(afterwards(p, all));
+            out.println(TextRenderer.printable(afterwards(p, all)));
             if (!apply) {
                 out.printf("would remove %s and move its completedCheckpoint file aside; nothing was changed"
-                        + " (--apply removes it; stop the JobManager first)%n", name);
+                        + " (--apply removes it; stop the JobManager first)%n", TextRenderer.printable(name));
                 out.flush();
                 return Cli.OK;
             }
@@ -113,7 +114,7 @@ final class HaRemoveCheckpointCommand extends BaseCommand {
                 throw new CheckpointSurgeonException(e.code(), e.getMessage() + " (this run's copy of the value, "
                         + kept + ", is left)", e);
             }
-            out.println("removed " + name + " (version " + p.version + ")");
+            out.println("removed " + TextRenderer.printable(name) + " (version " + TextRenderer.printable(p.version) + ")");
             StringBuilder log = new StringBuilder().append(Instant.now()).append(" removed ").append(name)
                     .append(" (version ").append(p.version).append("), checkpoint ").append(p.checkpointId).append(" of job ")
                     .append(p.jobId).append(", value kept in ").append(kept).append('\n');

@@ -48,7 +48,7 @@ final class RelocateCommand extends SurgeryCommand {
         out.flush();
         if (missing.isEmpty()) return null;
         err().println("error [VALIDATION]: " + missing.size() + " rewritten paths do not exist"
-                + " under " + to + (apply ? "; nothing was written" : "") + ". Copy the files there first.");
+                + " under " + TextRenderer.printable(to) + (apply ? "; nothing was written" : "") + ". Copy the files there first.");
         return Cli.INVALID;
     }
 }

@@ -201,14 +201,22 @@ public final class Watch implements AutoCloseable {
         return s;
     }
 
+    /**
+     * A value of the hook's environment: exact but for NUL, which no environment can hold (a job
+     * named with one, from Flink's REST API, made ProcessBuilder throw and ended the watch).
+     */
+    static String envValue(String s) {
+        return s.replace("\u0000", "\\u0000");
+    }
+
     /** Runs the hook with the job, the checkpoint and its findings in the environment and on stdin. */
     private void hook(Job job, List<CheckpointSurgeon.Finding> findings) {
         ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", onFinding).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.INHERIT);
         Map<String, String> env = pb.environment();
-        env.put("CHECKPOINT_SURGEON_JOB_ID", job.id);
-        env.put("CHECKPOINT_SURGEON_JOB_NAME", job.name);
-        env.put("CHECKPOINT_SURGEON_CHECKPOINT", job.checkpoint);
+        env.put("CHECKPOINT_SURGEON_JOB_ID", envValue(job.id));
+        env.put("CHECKPOINT_SURGEON_JOB_NAME", envValue(job.name));
+        env.put("CHECKPOINT_SURGEON_CHECKPOINT", envValue(job.checkpoint));
         env.put("CHECKPOINT_SURGEON_CHECKPOINT_ID", Long.toString(job.checkpointId));
         env.put("CHECKPOINT_SURGEON_FINDINGS", String.join(" ", codes(findings)));
         env.put("CHECKPOINT_SURGEON_SEVERITY", findings.stream()

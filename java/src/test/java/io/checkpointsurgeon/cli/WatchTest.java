@@ -284,6 +284,50 @@ public class WatchTest {
         assertTrue(log.toString(), log.toString().contains("did not finish within 1 s; killed"));
     }
 
+    /**
+     * A job whose name (from Flink's REST API) holds NUL, ESC and a line feed: the hook still runs,
+     * with the name in its environment (NUL shown as \u0000: no environment holds one), and the log
+     * line stays one escaped line. Before, ProcessBuilder threw and the watch ended with exit 3.
+     */
+    @Test
+    public void aJobNamedWithNulStillRunsTheHook() throws Exception {
+        Path chk = tmp.newFolder("rest-chk").toPath();
+        Files.copy(fixture("1.20.3", "stale-union"), chk.resolve("_metadata"));
+        String name = "job\u0000nul\u001b[2J\nsecond";
+        Map<String, String> answers = Map.of("/jobs/overview",
+                "{\"jobs\":[{\"jid\":\"j1\",\"name\":\"job\\u0000nul\\u001b[2J\\nsecond\",\"state\":\"RUNNING\"}]}",
+                "/jobs/j1/checkpoints", "{\"latest\":{\"completed\":{\"id\":7,\"external_path\":\"" + chk.toUri()
+                        + "\",\"latest_ack_timestamp\":1}}}");
+        Path out = tmp.getRoot().toPath().resolve("rest-hook.out");
+        StringWriter log = new StringWriter();
+        // Flink's REST API as far as the watch asks it (the Java 11 runtime of the tests has no jdk.httpserver)
+        try (java.net.ServerSocket rest = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread server = new Thread(() -> {
+                while (!rest.isClosed()) {
+                    try (Socket s = rest.accept()) {
+                        String request = new java.io.BufferedReader(new java.io.InputStreamReader(s.getInputStream(),
+                                StandardCharsets.ISO_8859_1)).readLine();
+                        byte[] body = answers.getOrDefault(request.split(" ")[1], "{}").getBytes(StandardCharsets.UTF_8);
+                        s.getOutputStream().write(("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                + body.length + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+                        s.getOutputStream().write(body);
+                    } catch (IOException | RuntimeException e) {
+                        // closed at the end of the test
+                    }
+                }
+            });
+            server.setDaemon(true);
+            server.start();
+            try (Watch w = new Watch("http://127.0.0.1:" + rest.getLocalPort(), null,
+                    "printf '%s' \"$CHECKPOINT_SURGEON_JOB_NAME\" > " + out, 30_000, new PrintWriter(log, true))) {
+                w.poll();
+            }
+        }
+        assertEquals("job\\u0000nul\u001b[2J\nsecond", Files.readString(out, StandardCharsets.UTF_8));
+        assertEquals(log.toString(), 1, log.toString().split("\n").length);
+        assertTrue(log.toString(), log.toString().startsWith("job j1 (" + Terminal.safe(name) + ") checkpoint 7 "));
+    }
+
     @Test
     public void cliOncePrintsTheMetricsAndExitsLikeTheDoctor() throws Exception {
         Path base = tmp.newFolder("cli").toPath();
