@@ -49,16 +49,21 @@ public final class CommitFaults {
                 stalled = true;
                 System.err.println("commit: stalling at report");
                 System.err.flush();
-                for (int i = 0; i < 60_000 && !Commit.stopping(); i++) {
-                    try {
-                        Thread.sleep(10);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return;
-                    }
-                }
+                untilShutdown();
             }
         }, true);
+    }
+
+    /** Waits until the JVM shuts down (the shutdown hook asks the runs to stop), at most 10 minutes. */
+    private static void untilShutdown() {
+        for (int i = 0; i < 60_000 && !Commit.stopping(); i++) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     /** Fails every run of this JVM at {@code spec} (a step, {@code step:index}, or {@code oom:step}). */
@@ -75,15 +80,8 @@ public final class CommitFaults {
         Commit.testHook = (step, index, unit) -> {
             if (matches(stallAt, step, index)) {
                 System.err.println("commit: stalling at " + step + " " + unit);
-                // until the JVM shuts down (the run then stops at this safe point), at most 10 minutes
-                for (int i = 0; i < 60_000 && !Commit.stopping(); i++) {
-                    try {
-                        Thread.sleep(10);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        break;
-                    }
-                }
+                // (the run then stops at this safe point)
+                untilShutdown();
             }
             if (failAt != null && failAt.startsWith("oom:") && matches(failAt.substring(4), step, index)) {
                 throw new OutOfMemoryError("injected at " + step + " (" + FAIL_AT + ")");

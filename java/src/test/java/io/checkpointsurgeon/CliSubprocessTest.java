@@ -311,11 +311,7 @@ public class CliSubprocessTest {
      */
     @Test
     public void aKilledRepairsLeftoversAreReportedMentionedAndCleaned() throws Exception {
-        Path dir = Files.createTempDirectory("cs-cli-leftovers").resolve("chk-5");
-        Files.createDirectory(dir);
-        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
-            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
-        }
+        Path dir = copyOfOperatorStateFiles("cs-cli-leftovers");
         // an in-place repair that switched: its new files are referenced by _metadata, the old one by the backup
         assertEquals(0, cli("remove-state", dir.toString(), "--state", "broadcast-map", "--apply", "--in-place").code);
         List<String> before = CheckpointSurgeonTest.listing(dir);
@@ -381,11 +377,7 @@ public class CliSubprocessTest {
      */
     @Test
     public void aSignalBetweenTheSwitchAndTheReportStillNamesTheRepairAndItsBackup() throws Exception {
-        Path dir = Files.createTempDirectory("cs-cli-report").resolve("chk-5");
-        Files.createDirectory(dir);
-        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
-            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
-        }
+        Path dir = copyOfOperatorStateFiles("cs-cli-report");
         String jar = System.getProperty("checkpointsurgeon.jar", "build/libs/checkpoint-surgeon.jar");
         Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Dcheckpointsurgeon.test.stallAt=report", "-cp", withFaults(jar), CommitFaults.class.getName(),
@@ -437,6 +429,16 @@ public class CliSubprocessTest {
         assertTrue(doctor.out, doctor.out.contains("fix: checkpoint-surgeon clean-leftovers " + out + " --apply"));
         assertEquals(0, cli("clean-leftovers", out.toString(), "--apply").code);
         assertEquals(0, cli("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString()).code);
+    }
+
+    /** A copy of the fixture operator-state-files as {@code chk-5} in a new temporary directory. */
+    private static Path copyOfOperatorStateFiles(String prefix) throws IOException {
+        Path dir = Files.createTempDirectory(prefix).resolve("chk-5");
+        Files.createDirectory(dir);
+        try (var s = Files.list(CheckpointSurgeonTest.fixture("operator-state-files"))) {
+            for (Path p : s.collect(java.util.stream.Collectors.toList())) Files.copy(p, dir.resolve(p.getFileName()));
+        }
+        return dir;
     }
 
     /** The CLI stalled at a commit step (the tests' fault seam), once it reached it. */
