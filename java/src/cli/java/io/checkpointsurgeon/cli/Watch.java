@@ -5,10 +5,8 @@ import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.internal.Json;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.net.HttpURLConnection;
@@ -351,12 +349,32 @@ public final class Watch implements AutoCloseable {
         return PrometheusMetrics.render(jobs.values(), polls, errors, System.currentTimeMillis());
     }
 
-    /** Accepts connections, each answered on a thread of its own (a silent client blocks no scrape). */
+    /** The most requests answered at once; a connection beyond is closed unanswered. */
+    static final int MAX_REQUESTS = 16;
+    /** The most bytes of a request's line and headers, and the time to send them. */
+    static final int MAX_REQUEST_BYTES = 16 * 1024;
+    static final long REQUEST_MILLIS = 10_000;
+    private final java.util.concurrent.Semaphore requests = new java.util.concurrent.Semaphore(MAX_REQUESTS);
+
+    /**
+     * Accepts connections, each answered on a thread of its own (a silent client blocks no scrape),
+     * at most {@link #MAX_REQUESTS} at once: a client that opens many cannot start a thread each.
+     */
     private void serve() {
         while (!closed) {
             try {
                 Socket s = server.accept();
-                Thread t = new Thread(() -> answer(s), "checkpoint-surgeon-metrics-request");
+                if (!requests.tryAcquire()) {
+                    s.close();
+                    continue;
+                }
+                Thread t = new Thread(() -> {
+                    try {
+                        answer(s);
+                    } finally {
+                        requests.release();
+                    }
+                }, "checkpoint-surgeon-metrics-request");
                 t.setDaemon(true);
                 t.start();
             } catch (IOException e) {
@@ -367,16 +385,14 @@ public final class Watch implements AutoCloseable {
 
     /**
      * One request per connection: {@code GET} (or {@code HEAD}: the same headers, no body) of
-     * {@code /metrics}; another path is 404, another method 405 with {@code Allow: GET, HEAD}.
+     * {@code /metrics}; another path is 404, another method 405 with {@code Allow: GET, HEAD}. A
+     * request whose line and headers exceed {@link #MAX_REQUEST_BYTES} or {@link #REQUEST_MILLIS}
+     * is closed unanswered (a 400 MB request line once held 1.1 GB of the watch's heap).
      */
     private void answer(Socket socket) {
         try (Socket s = socket) {
-            s.setSoTimeout(10_000);
-            BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
-            String request = in.readLine();
-            for (String h = request; h != null && !h.isEmpty(); h = in.readLine()) {
-                // the headers are not needed
-            }
+            String request = requestLine(s);
+            if (request == null) return;
             String[] parts = request == null ? new String[0] : request.split(" ");
             String method = parts.length >= 1 ? parts[0] : "";
             boolean known = method.equals("GET") || method.equals("HEAD");
@@ -393,6 +409,30 @@ public final class Watch implements AutoCloseable {
         } catch (IOException e) {
             // a client that went away or timed out
         }
+    }
+
+    /** The request line of {@code s} once its headers are read too; null when over the limits. */
+    private static String requestLine(Socket s) throws IOException {
+        long end = System.currentTimeMillis() + REQUEST_MILLIS;
+        InputStream in = s.getInputStream();
+        StringBuilder line = new StringBuilder();
+        String first = null;
+        for (int total = 0; total < MAX_REQUEST_BYTES; total++) {
+            long left = end - System.currentTimeMillis();
+            if (left <= 0) return null;
+            s.setSoTimeout((int) left);
+            int b = in.read();
+            if (b < 0) return first; // the client closed: answer what it asked
+            if (b == '\n') {
+                int n = line.length() > 0 && line.charAt(line.length() - 1) == '\r' ? line.length() - 1 : line.length();
+                if (n == 0) return first == null ? "" : first; // the blank line after the headers
+                if (first == null) first = line.substring(0, n);
+                line.setLength(0);
+            } else {
+                line.append((char) b);
+            }
+        }
+        return null;
     }
 
     @Override

@@ -225,6 +225,57 @@ public class WatchTest {
     }
 
     /**
+     * A request line without end (400 MB of it once held 1.1 GB of the watch's heap) is cut off at
+     * {@link Watch#MAX_REQUEST_BYTES}, and a client holding {@link Watch#MAX_REQUESTS} connections
+     * open starts no more threads: a scrape beyond them is closed unanswered, and answered again as
+     * soon as they are gone.
+     */
+    @Test
+    public void anEndlessRequestIsCutOffAndSilentClientsAreBounded() throws Exception {
+        Path base = tmp.newFolder("bounded").toPath();
+        Files.createDirectories(base.resolve("job").resolve("chk-5"));
+        Files.copy(fixture("1.20.3", "stale-union"), base.resolve("job").resolve("chk-5").resolve("_metadata"));
+        try (Watch w = new Watch(null, base, null, 1000, new PrintWriter(new StringWriter()))) {
+            w.poll();
+            int port = w.serveMetrics("127.0.0.1", 0);
+            try (Socket endless = new Socket("127.0.0.1", port)) {
+                endless.setSoTimeout(10_000);
+                byte[] chunk = new byte[64 * 1024];
+                Arrays.fill(chunk, (byte) 'G');
+                long sent = 0;
+                try {
+                    for (; sent < 64L * 1024 * 1024; sent += chunk.length) endless.getOutputStream().write(chunk);
+                } catch (IOException closed) {
+                    // the watch closed the connection: what is expected
+                }
+                assertTrue("cut off after " + sent + " bytes", sent < 8L * 1024 * 1024);
+                assertEquals("no answer", -1, endless.getInputStream().read());
+            }
+            List<Socket> silent = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < Watch.MAX_REQUESTS; i++) silent.add(new Socket("127.0.0.1", port));
+                Thread.sleep(200); // each is accepted and waits for its request line
+                try (Socket beyond = new Socket("127.0.0.1", port)) {
+                    beyond.setSoTimeout(10_000);
+                    assertEquals("closed unanswered", -1, beyond.getInputStream().read());
+                }
+            } finally {
+                for (Socket s : silent) s.close();
+            }
+            String answer = "";
+            for (long end = System.nanoTime() + 10_000_000_000L; !answer.startsWith("HTTP/1.1 200") && System.nanoTime() < end; ) {
+                Thread.sleep(50);
+                try {
+                    answer = http(port, "GET /metrics");
+                } catch (IOException closedWhileReleasing) {
+                    answer = "";
+                }
+            }
+            assertTrue(answer, answer.startsWith("HTTP/1.1 200 OK\r\n"));
+        }
+    }
+
+    /**
      * Label values as the exposition format escapes them (backslash, quote, line feed); a control
      * character it has no escape for (ESC, C1, bidirectional overrides) becomes text, never raw.
      */
