@@ -147,8 +147,69 @@ impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowSurgeonException {
     }
 }
 
+/// A value an export hands back to Java: bytes as a `byte[]`, text as a `String` (`None`: null),
+/// a `long`, or nothing.
+trait ToJava<'l> {
+    type Java: Default + 'l;
+    fn to_java(self, env: &mut Env<'l>) -> Result<Self::Java>;
+}
+
+impl<'l> ToJava<'l> for Vec<u8> {
+    type Java = JByteArray<'l>;
+    fn to_java(self, env: &mut Env<'l>) -> Result<JByteArray<'l>> {
+        Ok(env.byte_array_from_slice(&self)?)
+    }
+}
+
+impl<'l> ToJava<'l> for String {
+    type Java = JString<'l>;
+    fn to_java(self, env: &mut Env<'l>) -> Result<JString<'l>> {
+        Ok(JString::from_str(env, self)?)
+    }
+}
+
+impl<'l> ToJava<'l> for Option<String> {
+    type Java = JString<'l>;
+    fn to_java(self, env: &mut Env<'l>) -> Result<JString<'l>> {
+        match self {
+            Some(s) => s.to_java(env),
+            None => Ok(JString::null()),
+        }
+    }
+}
+
+impl<'l> ToJava<'l> for i64 {
+    type Java = jni::sys::jlong;
+    fn to_java(self, _env: &mut Env<'l>) -> Result<jni::sys::jlong> {
+        Ok(self)
+    }
+}
+
+impl<'l> ToJava<'l> for () {
+    type Java = ();
+    fn to_java(self, _env: &mut Env<'l>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The frame of every export: runs `body`, hands its value to Java, and turns an error or a panic
+/// into the same `CheckpointSurgeonException` ([`ThrowSurgeonException`]) whatever the export.
+fn export<'l, T: ToJava<'l>>(
+    mut unowned: EnvUnowned<'l>,
+    body: impl FnOnce(&mut Env<'l>) -> Result<T>,
+) -> T::Java {
+    unowned
+        .with_env(|env| -> Result<T::Java> { body(env)?.to_java(env) })
+        .resolve::<ThrowSurgeonException>()
+}
+
 fn bytes_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<Bytes> {
     Ok(Bytes::from(env.convert_byte_array(a)?))
+}
+
+/// A `_metadata` handed over as bytes, parsed (errors name the file `<bytes>`).
+fn metadata_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<metadata::CheckpointMetadata> {
+    Ok(metadata::parse(bytes_arg(env, a)?).map_err(|e| e.in_file("<bytes>"))?)
 }
 
 fn string_arg(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
@@ -203,23 +264,21 @@ fn with_checkpoint_then<T>(
 /// `byte[] inspect(byte[] source)`: the inspection report.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspect<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            // _metadata is unmapped on a thread of its own while Java prints the report
-            let report = with_checkpoint_then(
-                env,
-                &source,
-                None,
-                |cp| Ok(inspect::inspect(cp).encode()),
-                |cp| drop(std::thread::spawn(move || drop(cp))),
-            )?;
-            Ok(env.byte_array_from_slice(&report)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        // _metadata is unmapped on a thread of its own while Java prints the report
+        let unmap = |cp| drop(std::thread::spawn(move || drop(cp)));
+        with_checkpoint_then(
+            env,
+            &source,
+            None,
+            |cp| Ok(inspect::inspect(cp).encode()),
+            unmap,
+        )
+    })
 }
 
 /// The Java object that reads remote files, writes the new ones a keyed surgery streams to a
@@ -253,6 +312,20 @@ impl JavaReads {
             .vm
             .attach_current_thread(|env| env.with_local_frame(16, |env| calling(env, call)));
         relayed(out, what)
+    }
+
+    /// [`call`](Self::call) of a method whose first argument is `path`; a failure is an I/O error
+    /// of `path` (its code kept when it had one).
+    fn call_path<T>(
+        &self,
+        path: &str,
+        call: impl FnOnce(&mut Env<'_>, JValue<'_>) -> jni::errors::Result<T>,
+    ) -> crate::Result<T> {
+        self.call(path, |env| {
+            let p = JString::from_str(env, path)?;
+            call(env, JValue::Object(&p))
+        })
+        .map_err(|e| remote_io(path, e))
     }
 
     fn buffers(
@@ -289,25 +362,19 @@ impl JavaReads {
 
 impl RemoteFiles for JavaReads {
     fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> crate::Result<()> {
-        let v = self
-            .call(path, |env| {
-                let p = JString::from_str(env, path)?;
-                let arr = env
-                    .call_method(
-                        &self.obj,
-                        jni_str!("read"),
-                        jni_sig!("(Ljava/lang/String;JI)[B"),
-                        &[
-                            JValue::Object(&p),
-                            JValue::Long(offset as i64),
-                            JValue::Int(buf.len() as i32),
-                        ],
-                    )?
-                    .l()?;
-                let arr = env.cast_local::<JByteArray>(arr)?;
-                env.convert_byte_array(&arr)
-            })
-            .map_err(|e| remote_io(path, e))?;
+        let v = self.call_path(path, |env, p| {
+            let args = [
+                p,
+                JValue::Long(offset as i64),
+                JValue::Int(buf.len() as i32),
+            ];
+            let sig = jni_sig!("(Ljava/lang/String;JI)[B");
+            let arr = env
+                .call_method(&self.obj, jni_str!("read"), sig, &args)?
+                .l()?;
+            let arr = env.cast_local::<JByteArray>(arr)?;
+            env.convert_byte_array(&arr)
+        })?;
         if v.len() != buf.len() {
             return Err(Error::io(
                 path,
@@ -338,37 +405,23 @@ impl RemoteFiles for JavaReads {
     }
 
     fn length(&self, path: &str) -> crate::Result<u64> {
-        let n = self
-            .call(path, |env| {
-                let p = JString::from_str(env, path)?;
-                env.call_method(
-                    &self.obj,
-                    jni_str!("length"),
-                    jni_sig!("(Ljava/lang/String;)J"),
-                    &[JValue::Object(&p)],
-                )?
+        let n = self.call_path(path, |env, p| {
+            let sig = jni_sig!("(Ljava/lang/String;)J");
+            env.call_method(&self.obj, jni_str!("length"), sig, &[p])?
                 .j()
-            })
-            .map_err(|e| remote_io(path, e))?;
+        })?;
         Ok(n.max(0) as u64)
     }
 
     fn create(&self, path: &str) -> crate::Result<i64> {
-        let (id, buf) = self
-            .call(path, |env| {
-                let p = JString::from_str(env, path)?;
-                let id = env
-                    .call_method(
-                        &self.obj,
-                        jni_str!("create"),
-                        jni_sig!("(Ljava/lang/String;)J"),
-                        &[JValue::Object(&p)],
-                    )?
-                    .j()?;
-                let buf = env.new_byte_array(commit::remote::RemoteSink::BUFFER)?;
-                Ok((id, std::sync::Arc::new(env.new_global_ref(buf)?)))
-            })
-            .map_err(|e| remote_io(path, e))?;
+        let (id, buf) = self.call_path(path, |env, p| {
+            let sig = jni_sig!("(Ljava/lang/String;)J");
+            let id = env
+                .call_method(&self.obj, jni_str!("create"), sig, &[p])?
+                .j()?;
+            let buf = env.new_byte_array(commit::remote::RemoteSink::BUFFER)?;
+            Ok((id, std::sync::Arc::new(env.new_global_ref(buf)?)))
+        })?;
         self.buffers().insert(id, buf);
         Ok(id)
     }
@@ -436,56 +489,54 @@ fn remote_io(path: &str, e: Error) -> Error {
 /// for a local checkpoint) hears the progress after every handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_inspectKeyed<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
     remote_dir: JString<'l>,
     reads: JObject<'l>,
     threads: jni::sys::jint,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let remote_dir = string_arg(env, &remote_dir)?;
-            let reads = if reads.is_null() {
-                None
-            } else {
-                Some(JavaReads::new(env, reads)?)
-            };
-            let threads = usize::try_from(threads).unwrap_or(1).max(1);
-            let progress = |p: KeyedProgress| {
-                if let Some(r) = &reads {
-                    r.progress(p);
-                }
-            };
-            let report = match (&remote_dir, &reads) {
-                (Some(dir), Some(r)) => {
-                    let Source::Bytes { metadata, name, .. } =
-                        Source::decode(bytes_arg(env, &source)?)?
-                    else {
-                        return Err(Error::InvalidArgument(
-                            "a remote checkpoint comes as _metadata bytes".into(),
-                        )
-                        .into());
-                    };
-                    let cp = RemoteCheckpoint::new(&name, dir, metadata, r)?;
-                    wire::encode_keyed_report(&name, &read_keyed_from(&cp, threads, &progress))
-                }
-                (Some(_), None) => {
+    export(unowned, |env| {
+        let remote_dir = string_arg(env, &remote_dir)?;
+        let reads = if reads.is_null() {
+            None
+        } else {
+            Some(JavaReads::new(env, reads)?)
+        };
+        let threads = usize::try_from(threads).unwrap_or(1).max(1);
+        let progress = |p: KeyedProgress| {
+            if let Some(r) = &reads {
+                r.progress(p);
+            }
+        };
+        match (&remote_dir, &reads) {
+            (Some(dir), Some(r)) => {
+                let Source::Bytes { metadata, name, .. } =
+                    Source::decode(bytes_arg(env, &source)?)?
+                else {
                     return Err(Error::InvalidArgument(
-                        "a remote checkpoint needs a reader of its files".into(),
+                        "a remote checkpoint comes as _metadata bytes".into(),
                     )
-                    .into())
-                }
-                (None, _) => with_checkpoint(env, &source, |cp| {
-                    Ok(wire::encode_keyed_report(
-                        &cp.metadata_path.display().to_string(),
-                        &read_keyed_from(cp, threads, &progress),
-                    ))
-                })?,
-            };
-            Ok(env.byte_array_from_slice(&report)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+                    .into());
+                };
+                let cp = RemoteCheckpoint::new(&name, dir, metadata, r)?;
+                Ok(wire::encode_keyed_report(
+                    &name,
+                    &read_keyed_from(&cp, threads, &progress),
+                ))
+            }
+            (Some(_), None) => Err(Error::InvalidArgument(
+                "a remote checkpoint needs a reader of its files".into(),
+            )
+            .into()),
+            (None, _) => with_checkpoint(env, &source, |cp| {
+                Ok(wire::encode_keyed_report(
+                    &cp.metadata_path.display().to_string(),
+                    &read_keyed_from(cp, threads, &progress),
+                ))
+            }),
+        }
+    })
 }
 
 /// The Java object that rewrites keyed work items on a Flink cluster
@@ -602,16 +653,13 @@ fn relayed<T>(out: jni::errors::Result<Called<T>>, what: &str) -> crate::Result<
 /// (`commit::work::rewrite_work`): one keyed stream rewritten into its new file, read back.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_rewriteKeyedWork<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     item: JByteArray<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let done = commit::work::rewrite_work(bytes_arg(env, &item)?)?;
-            Ok(env.byte_array_from_slice(&done)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        Ok(commit::work::rewrite_work(bytes_arg(env, &item)?)?)
+    })
 }
 
 /// `byte[] plan(byte[] source, byte[] request, String streamDir, String outputUri, String
@@ -623,7 +671,7 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_rewriteKe
 /// ranges. A `rewriter` (may be null) rewrites the keyed streams on a Flink cluster.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
     request: JByteArray<'l>,
@@ -633,200 +681,167 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_plan<'l>(
     reads: JObject<'l>,
     rewriter: JObject<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let req = Request::decode(bytes_arg(env, &request)?)?;
-            let stream_dir = string_arg(env, &stream_dir)?;
-            let output_uri = string_arg(env, &output_uri)?;
-            let rewriter = if rewriter.is_null() {
-                None
-            } else {
-                Some(JavaRewriter {
-                    vm: env.get_java_vm()?,
-                    obj: env.new_global_ref(rewriter)?,
-                })
-            };
-            let remote = match (string_arg(env, &remote_dir)?, reads.is_null()) {
-                (Some(dir), false) => Some(Remote {
-                    files: std::sync::Arc::new(JavaReads::new(env, reads)?),
-                    dir,
-                }),
-                _ => None,
-            };
-            let plan = with_checkpoint_then(
-                env,
-                &source,
-                remote,
-                |cp| {
-                    let plan = surgery::plan(cp, &req, &mut commit::random_file_name)?;
-                    let staged = match &stream_dir {
-                        Some(d) => Some(commit::stage_with(
-                            cp,
-                            &plan,
-                            Path::new(d),
-                            output_uri.as_deref(),
-                            rewriter
-                                .as_ref()
-                                .map(|r| r as &dyn commit::work::KeyedRewriter),
-                        )?),
-                        None => None,
-                    };
-                    Ok(PlanSummary::of(cp, &plan, staged.as_ref()).encode())
-                },
-                drop,
-            )?;
-            Ok(env.byte_array_from_slice(&plan)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        let req = Request::decode(bytes_arg(env, &request)?)?;
+        let stream_dir = string_arg(env, &stream_dir)?;
+        let output_uri = string_arg(env, &output_uri)?;
+        let rewriter = if rewriter.is_null() {
+            None
+        } else {
+            Some(JavaRewriter {
+                vm: env.get_java_vm()?,
+                obj: env.new_global_ref(rewriter)?,
+            })
+        };
+        let remote = match (string_arg(env, &remote_dir)?, reads.is_null()) {
+            (Some(dir), false) => Some(Remote {
+                files: std::sync::Arc::new(JavaReads::new(env, reads)?),
+                dir,
+            }),
+            _ => None,
+        };
+        with_checkpoint_then(
+            env,
+            &source,
+            remote,
+            |cp| {
+                let plan = surgery::plan(cp, &req, &mut commit::random_file_name)?;
+                let staged = match &stream_dir {
+                    Some(d) => Some(commit::stage_with(
+                        cp,
+                        &plan,
+                        Path::new(d),
+                        output_uri.as_deref(),
+                        rewriter
+                            .as_ref()
+                            .map(|r| r as &dyn commit::work::KeyedRewriter),
+                    )?),
+                    None => None,
+                };
+                Ok(PlanSummary::of(cp, &plan, staged.as_ref()).encode())
+            },
+            drop,
+        )
+    })
 }
 
 /// `byte[] stateFiles(byte[] source)`: the files the checkpoint's state lives in.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_stateFiles<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     source: JByteArray<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let list = with_checkpoint(env, &source, |cp| {
-                Ok(wire::encode_state_files(&files::state_files(&cp.metadata)))
-            })?;
-            Ok(env.byte_array_from_slice(&list)?)
+    export(unowned, |env| {
+        with_checkpoint(env, &source, |cp| {
+            Ok(wire::encode_state_files(&files::state_files(&cp.metadata)))
         })
-        .resolve::<ThrowSurgeonException>()
+    })
 }
 
 /// `String relocatedPath(String path, String from, String to)`: the path under `to` as
 /// relocate rewrites it, or null when it is not under `from` (the HA pointers use it).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_relocatedPath<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     path: JString<'l>,
     from: JString<'l>,
     to: JString<'l>,
 ) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let [path, from, to] = [&path, &from, &to].map(|s| string_arg(env, s));
-            let new = surgery::relocate::relocated(
-                &path?.unwrap_or_default(),
-                &from?.unwrap_or_default(),
-                &to?.unwrap_or_default(),
-            );
-            Ok(match new {
-                Some(p) => JString::from_str(env, p)?,
-                None => JString::null(),
-            })
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        let [path, from, to] = [&path, &from, &to].map(|s| string_arg(env, s));
+        Ok(surgery::relocate::relocated(
+            &path?.unwrap_or_default(),
+            &from?.unwrap_or_default(),
+            &to?.unwrap_or_default(),
+        ))
+    })
 }
 
 /// `String describe(byte[] metadata)`: the canonical description.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_describe<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     metadata: JByteArray<'l>,
 ) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let md =
-                metadata::parse(bytes_arg(env, &metadata)?).map_err(|e| e.in_file("<bytes>"))?;
-            Ok(JString::from_str(env, describe::describe(&md))?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        Ok(describe::describe(&metadata_arg(env, &metadata)?))
+    })
 }
 
 /// `byte[] roundTrip(byte[] metadata)`: parse, then write the model again.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_roundTrip<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     metadata: JByteArray<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let md =
-                metadata::parse(bytes_arg(env, &metadata)?).map_err(|e| e.in_file("<bytes>"))?;
-            Ok(env.byte_array_from_slice(&md.to_vec())?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| Ok(metadata_arg(env, &metadata)?.to_vec()))
 }
 
 /// `byte[] wireEcho(byte[] payload)`: decodes any wire payload and encodes it again (tests).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireEcho<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     payload: JByteArray<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let out = wire::echo(bytes_arg(env, &payload)?)?;
-            Ok(env.byte_array_from_slice(&out)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| Ok(wire::echo(bytes_arg(env, &payload)?)?))
 }
 
 /// `byte[] wireSample(String name)`: a payload built from known values (`wire::samples`), for
 /// the Java test that decodes it field by field.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireSample<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     name: JString<'l>,
 ) -> JByteArray<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let name = string_arg(env, &name)?.unwrap_or_default();
-            Ok(env.byte_array_from_slice(&wire::samples::encode(&name)?)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        Ok(wire::samples::encode(
+            &string_arg(env, &name)?.unwrap_or_default(),
+        )?)
+    })
 }
 
 /// `String wireCheck(String name, byte[] payload)`: decodes a request or source Java built and
 /// compares it field by field with sample `name`; empty when they agree, else what differs.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireCheck<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     name: JString<'l>,
     payload: JByteArray<'l>,
 ) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let name = string_arg(env, &name)?.unwrap_or_default();
-            let diff = wire::samples::check(&name, bytes_arg(env, &payload)?)?;
-            Ok(JString::from_str(env, diff)?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        let name = string_arg(env, &name)?.unwrap_or_default();
+        Ok(wire::samples::check(&name, bytes_arg(env, &payload)?)?)
+    })
 }
 
 /// `String errorCodes()`: the names of [`Code::ALL`], one per line (the Java enum must match).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_errorCodes<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let names: Vec<&str> = Code::ALL.iter().map(|c| c.name()).collect();
-            Ok(JString::from_str(env, names.join("\n"))?)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |_env| {
+        let names: Vec<&str> = Code::ALL.iter().map(|c| c.name()).collect();
+        Ok(names.join("\n"))
+    })
 }
 
 /// `void panicForTesting()`: proves that a Rust panic reaches Java as an exception.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_panicForTesting<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) {
-    unowned
-        .with_env(|_env| -> Result<()> { panic!("deliberate panic to test the JNI boundary") })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |_env| -> Result<()> {
+        panic!("deliberate panic to test the JNI boundary")
+    })
 }
 
 /// Directory locks held for Java (`lockDirectory` / `unlockDirectory`), by id.
@@ -838,47 +853,41 @@ static NEXT_LOCK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::n
 /// and returns its id for `unlockDirectory`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_lockDirectory<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     dir: JString<'l>,
 ) -> jni::sys::jlong {
-    unowned
-        .with_env(|env| -> Result<_> {
-            let dir = string_arg(env, &dir)?.unwrap_or_default();
-            let file = commit::lock_dir(Path::new(&dir))?;
-            let id = NEXT_LOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            LOCKS
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, file);
-            Ok(id)
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |env| {
+        let dir = string_arg(env, &dir)?.unwrap_or_default();
+        let file = commit::lock_dir(Path::new(&dir))?;
+        let id = NEXT_LOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        LOCKS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, file);
+        Ok(id)
+    })
 }
 
 /// `void unlockDirectory(long id)`: releases a lock taken by `lockDirectory`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_unlockDirectory<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
     id: jni::sys::jlong,
 ) {
-    unowned
-        .with_env(|_env| -> Result<()> {
-            LOCKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-            Ok(())
-        })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |_env| {
+        LOCKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        Ok(())
+    })
 }
 
 /// `String libraryVersion()`: the crate version, which the Java side checks against its own
 /// before it uses the library.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_libraryVersion<'l>(
-    mut unowned: EnvUnowned<'l>,
+    unowned: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JString<'l> {
-    unowned
-        .with_env(|env| -> Result<_> { Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?) })
-        .resolve::<ThrowSurgeonException>()
+    export(unowned, |_env| Ok(env!("CARGO_PKG_VERSION").to_string()))
 }
