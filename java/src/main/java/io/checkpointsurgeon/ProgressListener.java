@@ -1,6 +1,7 @@
 package io.checkpointsurgeon;
 
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * What the library reports while it works, for an application to show: transfers of state files
@@ -42,5 +43,16 @@ public interface ProgressListener {
      */
     default boolean outcomeUntilReplaced() {
         return false;
+    }
+
+    /**
+     * A repair of {@code dir} found files a killed repair left there ({@code found}, not empty),
+     * and leaves them; {@link CheckpointSurgeon#removeLeftovers} deletes them. An application
+     * names its own way of doing that; by default this is a {@link #message}.
+     */
+    default void leftoversFound(Path dir, List<Path> found) {
+        message("note: " + dir + " holds " + found.size() + " file(s) that a repair killed before its switch left ("
+                + found.get(0).getFileName() + (found.size() > 1 ? ", ..." : "") + "); this run leaves them,"
+                + " CheckpointSurgeon.removeLeftovers deletes them");
     }
 }

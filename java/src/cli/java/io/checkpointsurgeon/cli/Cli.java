@@ -6,6 +6,7 @@ import io.checkpointsurgeon.ProgressListener;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -264,6 +265,13 @@ public final class Cli {
         @Override
         public boolean outcomeUntilReplaced() {
             return true;
+        }
+
+        @Override
+        public void leftoversFound(Path dir, List<Path> found) {
+            message("note: " + dir + " holds " + found.size() + " file(s) that a checkpoint-surgeon repair killed before"
+                    + " its switch left (" + found.get(0).getFileName() + (found.size() > 1 ? ", ..." : "") + "); this run"
+                    + " leaves them, `checkpoint-surgeon clean-leftovers " + dir + " --apply` deletes them");
         }
     }
 }

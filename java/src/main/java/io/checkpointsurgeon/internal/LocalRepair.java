@@ -110,12 +110,7 @@ final class LocalRepair implements Commit.Unit {
         } catch (CheckpointSurgeonException e) {
             return;
         }
-        if (!found.isEmpty()) {
-            CheckpointSurgeon.progressListener().message("note: " + dir + " holds " + found.size() + " file(s) that a"
-                    + " checkpoint-surgeon repair killed before its switch left (" + found.get(0).getFileName()
-                    + (found.size() > 1 ? ", ..." : "") + "); this run leaves them, `checkpoint-surgeon clean-leftovers "
-                    + dir + " --apply` deletes them");
-        }
+        if (!found.isEmpty()) CheckpointSurgeon.progressListener().leftoversFound(dir, List.copyOf(found));
     }
 
     private void locate() throws CheckpointSurgeonException {
