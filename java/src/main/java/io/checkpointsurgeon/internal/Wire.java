@@ -224,39 +224,53 @@ final class Wire {
 
     // ---- Rust -> Java
 
-    /** The plan and, if the stage step ran, what it wrote. */
-    static Staged plan(byte[] payload) throws CheckpointSurgeonException {
-        Reader r = new Reader(payload, PLAN, "plan");
+    /**
+     * Reads a whole payload of {@code magic} with {@code body}: a payload that ends early, runs on
+     * past its end or holds a value out of range is a {@code WIRE} error naming {@code what}.
+     */
+    private static <T> T decode(byte[] payload, int magic, String what, java.util.function.Function<Reader, T> body)
+            throws CheckpointSurgeonException {
+        Reader r = new Reader(payload, magic, what);
         try {
-            String source = r.str();
-            boolean metadataOnly = r.bool();
-            long metadataBytesBefore = r.i64();
-            long metadataBytesAfter = r.i64();
-            List<SurgeryPlan.Change> changes = r.list(48, Wire::change);
-            List<SurgeryPlan.NewStream> newStreams = r.list(16, Wire::newStream);
-            int operators = r.i32();
-            List<SurgeryPlan.Relocation> relocated = r.list(8, Wire::relocation);
-            long keyedBytesRead = r.i64();
-            long keyedBytesWritten = r.i64();
-            int threads = r.i32();
-            SurgeryPlan plan = new SurgeryPlan(source, metadataOnly ? SurgeryPlan.Depth.METADATA_ONLY
-                    : SurgeryPlan.Depth.PURGE, metadataBytesBefore, metadataBytesAfter, changes, newStreams, null, relocated,
-                    new SurgeryPlan.KeyedFigures(keyedBytesRead, keyedBytesWritten, threads));
-            Staged staged;
-            if (r.bool()) {
-                String metadataTmp = r.str();
-                long metadataBytes = r.i64();
-                List<String> written = r.strs();
-                List<String> unchanged = r.strs();
-                staged = new Staged(plan, operators, metadataTmp, metadataBytes, written, unchanged);
-            } else {
-                staged = new Staged(plan, operators, null, 0, List.of(), List.of());
-            }
+            T out = body.apply(r);
             r.end();
-            return staged;
+            return out;
         } catch (BufferUnderflowException | IllegalArgumentException e) {
             throw r.malformed(e);
         }
+    }
+
+    /** The plan and, if the stage step ran, what it wrote. */
+    static Staged plan(byte[] payload) throws CheckpointSurgeonException {
+        return decode(payload, PLAN, "plan", Wire::plan);
+    }
+
+    private static Staged plan(Reader r) {
+        String source = r.str();
+        boolean metadataOnly = r.bool();
+        long metadataBytesBefore = r.i64();
+        long metadataBytesAfter = r.i64();
+        List<SurgeryPlan.Change> changes = r.list(48, Wire::change);
+        List<SurgeryPlan.NewStream> newStreams = r.list(16, Wire::newStream);
+        int operators = r.i32();
+        List<SurgeryPlan.Relocation> relocated = r.list(8, Wire::relocation);
+        long keyedBytesRead = r.i64();
+        long keyedBytesWritten = r.i64();
+        int threads = r.i32();
+        SurgeryPlan plan = new SurgeryPlan(source, metadataOnly ? SurgeryPlan.Depth.METADATA_ONLY
+                : SurgeryPlan.Depth.PURGE, metadataBytesBefore, metadataBytesAfter, changes, newStreams, null, relocated,
+                new SurgeryPlan.KeyedFigures(keyedBytesRead, keyedBytesWritten, threads));
+        Staged staged;
+        if (r.bool()) {
+            String metadataTmp = r.str();
+            long metadataBytes = r.i64();
+            List<String> written = r.strs();
+            List<String> unchanged = r.strs();
+            staged = new Staged(plan, operators, metadataTmp, metadataBytes, written, unchanged);
+        } else {
+            staged = new Staged(plan, operators, null, 0, List.of(), List.of());
+        }
+        return staged;
     }
 
     private static SurgeryPlan.Change change(Reader r) {
@@ -286,21 +300,19 @@ final class Wire {
     }
 
     static InspectReport report(byte[] payload) throws CheckpointSurgeonException {
-        Reader r = new Reader(payload, REPORT, "report");
-        try {
-            String source = r.str();
-            int metadataVersion = r.i32();
-            long checkpointId = r.i64();
-            long metadataBytes = r.i64();
-            long propertiesBytes = r.i64();
-            List<InspectReport.MasterStateInfo> masterStates = r.list(16, Wire::masterState);
-            List<InspectReport.OperatorInfo> operators = r.list(37, Wire::operator);
-            r.end();
-            return new InspectReport(source, metadataVersion, checkpointId, metadataBytes, propertiesBytes,
-                    masterStates, operators);
-        } catch (BufferUnderflowException | IllegalArgumentException e) {
-            throw r.malformed(e);
-        }
+        return decode(payload, REPORT, "report", Wire::report);
+    }
+
+    private static InspectReport report(Reader r) {
+        String source = r.str();
+        int metadataVersion = r.i32();
+        long checkpointId = r.i64();
+        long metadataBytes = r.i64();
+        long propertiesBytes = r.i64();
+        List<InspectReport.MasterStateInfo> masterStates = r.list(16, Wire::masterState);
+        List<InspectReport.OperatorInfo> operators = r.list(37, Wire::operator);
+        return new InspectReport(source, metadataVersion, checkpointId, metadataBytes, propertiesBytes,
+                masterStates, operators);
     }
 
     private static InspectReport.MasterStateInfo masterState(Reader r) {
@@ -405,14 +417,7 @@ final class Wire {
     }
 
     static List<StateFile> stateFiles(byte[] payload) throws CheckpointSurgeonException {
-        Reader r = new Reader(payload, STATE_FILES, "state files");
-        try {
-            List<StateFile> out = r.list(6, Wire::stateFile);
-            r.end();
-            return out;
-        } catch (BufferUnderflowException | IllegalArgumentException e) {
-            throw r.malformed(e);
-        }
+        return decode(payload, STATE_FILES, "state files", r -> r.list(6, Wire::stateFile));
     }
 
     private static StateFile stateFile(Reader r) {
@@ -428,15 +433,11 @@ final class Wire {
     }
 
     static KeyedReport keyedReport(byte[] payload) throws CheckpointSurgeonException {
-        Reader r = new Reader(payload, KEYED_REPORT, "keyed report");
-        try {
+        return decode(payload, KEYED_REPORT, "keyed report", r -> {
             String source = r.str();
             List<KeyedReport.Operator> operators = r.list(22, Wire::keyedOperator);
-            r.end();
             return new KeyedReport(source, operators);
-        } catch (BufferUnderflowException | IllegalArgumentException e) {
-            throw r.malformed(e);
-        }
+        });
     }
 
     private static KeyedReport.Operator keyedOperator(Reader r) {
