@@ -446,7 +446,7 @@ public final class CheckpointSurgeon {
     }
 
     /** The job and checkpoint an HA file belongs to. */
-    public static final class HaFileInfo {
+    public static final class HaFileInfo extends Value {
         private final Path file;
         private final String jobId;
         private final long checkpointId;
@@ -482,21 +482,9 @@ public final class CheckpointSurgeon {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof HaFileInfo)) return false;
-            HaFileInfo that = (HaFileInfo) o;
-            return java.util.Objects.equals(file, that.file) && java.util.Objects.equals(jobId, that.jobId) && java.util.Objects.equals(checkpointId, that.checkpointId) && java.util.Objects.equals(fileBytes, that.fileBytes) && java.util.Objects.equals(checkpointPath, that.checkpointPath);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(file, jobId, checkpointId, fileBytes, checkpointPath);
-        }
-
-        @Override
-        public String toString() {
-            return "HaFileInfo[file=" + file + ", jobId=" + jobId + ", checkpointId=" + checkpointId + ", fileBytes=" + fileBytes + ", checkpointPath=" + checkpointPath + "]";
+        Object[] components() {
+            return new Object[] {"file", file, "jobId", jobId, "checkpointId", checkpointId, "fileBytes", fileBytes,
+                    "checkpointPath", checkpointPath};
         }
     }
 
@@ -526,7 +514,7 @@ public final class CheckpointSurgeon {
     }
 
     /** What happened to one HA file in {@link #repairHa(List, Surgery)} or {@link #planHa(List, Surgery)}. */
-    public static final class HaRepair {
+    public static final class HaRepair extends Value {
         /** {@link #toString()} is the status's spelling in JSON. */
         public enum Status {
             /** Planned only: nothing was written. */
@@ -565,21 +553,8 @@ public final class CheckpointSurgeon {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof HaRepair)) return false;
-            HaRepair that = (HaRepair) o;
-            return java.util.Objects.equals(file, that.file) && java.util.Objects.equals(status, that.status) && java.util.Objects.equals(plan, that.plan);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(file, status, plan);
-        }
-
-        @Override
-        public String toString() {
-            return "HaRepair[file=" + file + ", status=" + status + ", plan=" + plan + "]";
+        Object[] components() {
+            return new Object[] {"file", file, "status", status, "plan", plan};
         }
     }
 
@@ -738,7 +713,7 @@ public final class CheckpointSurgeon {
      * A problem {@link #doctor} found: severity, a stable code, what is wrong, the remedy that fixes
      * or examines it, and alternative remedies.
      */
-    public static final class Finding {
+    public static final class Finding extends Value {
         /** How bad a finding is: an {@code ERROR} keeps a job from restoring or will; a {@code WARNING} may. */
         public enum Severity {
             ERROR, WARNING
@@ -779,24 +754,9 @@ public final class CheckpointSurgeon {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof Finding)) return false;
-            Finding that = (Finding) o;
-            return severity == that.severity && Objects.equals(code, that.code)
-                    && Objects.equals(message, that.message) && Objects.equals(fix, that.fix)
-                    && Objects.equals(alternatives, that.alternatives);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(severity, code, message, fix, alternatives);
-        }
-
-        @Override
-        public String toString() {
-            return "Finding[severity=" + severity + ", code=" + code + ", message=" + message + ", fix=" + fix
-                    + ", alternatives=" + alternatives + "]";
+        Object[] components() {
+            return new Object[] {"severity", severity, "code", code, "message", message, "fix", fix,
+                    "alternatives", alternatives};
         }
     }
 

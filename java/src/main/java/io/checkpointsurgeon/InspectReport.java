@@ -10,7 +10,7 @@ import java.util.Map;
  * What a checkpoint, savepoint or HA metadata holds and how big it is, as the native inspector
  * reports it. Sizes are bytes; {@code -1} means unknown (the state stream could not be read).
  */
-public final class InspectReport {
+public final class InspectReport extends Value {
     private final String source;
     private final int metadataVersion;
     private final long checkpointId;
@@ -58,24 +58,13 @@ public final class InspectReport {
     }
 
     @Override
-    public boolean equals(Object o) {
-        if (this == o) return true;
-        if (!(o instanceof InspectReport)) return false;
-        InspectReport that = (InspectReport) o;
-        return java.util.Objects.equals(source, that.source) && java.util.Objects.equals(metadataVersion, that.metadataVersion) && java.util.Objects.equals(checkpointId, that.checkpointId) && java.util.Objects.equals(metadataBytes, that.metadataBytes) && java.util.Objects.equals(propertiesBytes, that.propertiesBytes) && java.util.Objects.equals(masterStates, that.masterStates) && java.util.Objects.equals(operators, that.operators);
+    Object[] components() {
+        return new Object[] {"source", source, "metadataVersion", metadataVersion, "checkpointId", checkpointId,
+                "metadataBytes", metadataBytes, "propertiesBytes", propertiesBytes, "masterStates", masterStates,
+                "operators", operators};
     }
 
-    @Override
-    public int hashCode() {
-        return java.util.Objects.hash(source, metadataVersion, checkpointId, metadataBytes, propertiesBytes, masterStates, operators);
-    }
-
-    @Override
-    public String toString() {
-        return "InspectReport[source=" + source + ", metadataVersion=" + metadataVersion + ", checkpointId=" + checkpointId + ", metadataBytes=" + metadataBytes + ", propertiesBytes=" + propertiesBytes + ", masterStates=" + masterStates + ", operators=" + operators + "]";
-    }
-
-    public static final class MasterStateInfo {
+    public static final class MasterStateInfo extends Value {
         private final String name;
         private final int version;
         private final long bytes;
@@ -99,26 +88,13 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof MasterStateInfo)) return false;
-            MasterStateInfo that = (MasterStateInfo) o;
-            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(version, that.version) && java.util.Objects.equals(bytes, that.bytes);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(name, version, bytes);
-        }
-
-        @Override
-        public String toString() {
-            return "MasterStateInfo[name=" + name + ", version=" + version + ", bytes=" + bytes + "]";
+        Object[] components() {
+            return new Object[] {"name", name, "version", version, "bytes", bytes};
         }
     }
 
     /** One operator: id as Flink prints it, name and uid where the format stores them (V5+). */
-    public static final class OperatorInfo {
+    public static final class OperatorInfo extends Value {
         private final String id;
         private final String name;
         private final String uid;
@@ -203,21 +179,11 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof OperatorInfo)) return false;
-            OperatorInfo that = (OperatorInfo) o;
-            return java.util.Objects.equals(id, that.id) && java.util.Objects.equals(name, that.name) && java.util.Objects.equals(uid, that.uid) && java.util.Objects.equals(parallelism, that.parallelism) && java.util.Objects.equals(maxParallelism, that.maxParallelism) && java.util.Objects.equals(coordinatorStateBytes, that.coordinatorStateBytes) && java.util.Objects.equals(fullyFinished, that.fullyFinished) && java.util.Objects.equals(finishedSubtasks, that.finishedSubtasks) && java.util.Objects.equals(kafkaEnumerator, that.kafkaEnumerator) && java.util.Objects.equals(subtasks, that.subtasks);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(id, name, uid, parallelism, maxParallelism, coordinatorStateBytes, fullyFinished, finishedSubtasks, kafkaEnumerator, subtasks);
-        }
-
-        @Override
-        public String toString() {
-            return "OperatorInfo[id=" + id + ", name=" + name + ", uid=" + uid + ", parallelism=" + parallelism + ", maxParallelism=" + maxParallelism + ", coordinatorStateBytes=" + coordinatorStateBytes + ", fullyFinished=" + fullyFinished + ", finishedSubtasks=" + finishedSubtasks + ", kafkaEnumerator=" + kafkaEnumerator + ", subtasks=" + subtasks + "]";
+        Object[] components() {
+            return new Object[] {"id", id, "name", name, "uid", uid, "parallelism", parallelism,
+                    "maxParallelism", maxParallelism, "coordinatorStateBytes", coordinatorStateBytes,
+                    "fullyFinished", fullyFinished, "finishedSubtasks", finishedSubtasks,
+                    "kafkaEnumerator", kafkaEnumerator, "subtasks", subtasks};
         }
 
         /** Every state name of this operator, summed over its subtasks' managed operator state. */
@@ -354,7 +320,7 @@ public final class InspectReport {
     }
 
     /** A state name summed over subtasks; {@code handles} counts the subtasks that carry it. */
-    public static final class StateTotal {
+    public static final class StateTotal extends Value {
         private final String name;
         private final String mode;
         private final long elements;
@@ -390,21 +356,8 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof StateTotal)) return false;
-            StateTotal that = (StateTotal) o;
-            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(mode, that.mode) && java.util.Objects.equals(elements, that.elements) && java.util.Objects.equals(bytes, that.bytes) && java.util.Objects.equals(handles, that.handles);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(name, mode, elements, bytes, handles);
-        }
-
-        @Override
-        public String toString() {
-            return "StateTotal[name=" + name + ", mode=" + mode + ", elements=" + elements + ", bytes=" + bytes + ", handles=" + handles + "]";
+        Object[] components() {
+            return new Object[] {"name", name, "mode", mode, "elements", elements, "bytes", bytes, "handles", handles};
         }
 
         StateTotal plus(StateTotal o) {
@@ -414,7 +367,7 @@ public final class InspectReport {
 
     }
 
-    public static final class SubtaskInfo {
+    public static final class SubtaskInfo extends Value {
         private final int index;
         private final OperatorStateHandleInfo managedOperatorState;
         private final OperatorStateHandleInfo rawOperatorState;
@@ -468,21 +421,11 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof SubtaskInfo)) return false;
-            SubtaskInfo that = (SubtaskInfo) o;
-            return java.util.Objects.equals(index, that.index) && java.util.Objects.equals(managedOperatorState, that.managedOperatorState) && java.util.Objects.equals(rawOperatorState, that.rawOperatorState) && java.util.Objects.equals(managedKeyedState, that.managedKeyedState) && java.util.Objects.equals(rawKeyedState, that.rawKeyedState) && java.util.Objects.equals(inputChannelHandles, that.inputChannelHandles) && java.util.Objects.equals(outputChannelHandles, that.outputChannelHandles) && java.util.Objects.equals(channelStateBytes, that.channelStateBytes);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(index, managedOperatorState, rawOperatorState, managedKeyedState, rawKeyedState, inputChannelHandles, outputChannelHandles, channelStateBytes);
-        }
-
-        @Override
-        public String toString() {
-            return "SubtaskInfo[index=" + index + ", managedOperatorState=" + managedOperatorState + ", rawOperatorState=" + rawOperatorState + ", managedKeyedState=" + managedKeyedState + ", rawKeyedState=" + rawKeyedState + ", inputChannelHandles=" + inputChannelHandles + ", outputChannelHandles=" + outputChannelHandles + ", channelStateBytes=" + channelStateBytes + "]";
+        Object[] components() {
+            return new Object[] {"index", index, "managedOperatorState", managedOperatorState,
+                    "rawOperatorState", rawOperatorState, "managedKeyedState", managedKeyedState,
+                    "rawKeyedState", rawKeyedState, "inputChannelHandles", inputChannelHandles,
+                    "outputChannelHandles", outputChannelHandles, "channelStateBytes", channelStateBytes};
         }
 
         public List<OperatorStateHandleInfo> operatorStateHandles() {
@@ -499,7 +442,7 @@ public final class InspectReport {
      * ByteStreamStateHandle inside {@code _metadata}), the stream header's proxy version, and its
      * states. {@code streamError} says why the stream could not be read; empty when it was.
      */
-    public static final class OperatorStateHandleInfo {
+    public static final class OperatorStateHandleInfo extends Value {
         private final String kind;
         private final String delegateKind;
         private final String location;
@@ -565,21 +508,10 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof OperatorStateHandleInfo)) return false;
-            OperatorStateHandleInfo that = (OperatorStateHandleInfo) o;
-            return java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(delegateKind, that.delegateKind) && java.util.Objects.equals(location, that.location) && java.util.Objects.equals(delegateSize, that.delegateSize) && java.util.Objects.equals(inline, that.inline) && java.util.Objects.equals(proxyVersion, that.proxyVersion) && java.util.Objects.equals(compressed, that.compressed) && java.util.Objects.equals(streamError, that.streamError) && java.util.Objects.equals(headerBytes, that.headerBytes) && java.util.Objects.equals(states, that.states);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(kind, delegateKind, location, delegateSize, inline, proxyVersion, compressed, streamError, headerBytes, states);
-        }
-
-        @Override
-        public String toString() {
-            return "OperatorStateHandleInfo[kind=" + kind + ", delegateKind=" + delegateKind + ", location=" + location + ", delegateSize=" + delegateSize + ", inline=" + inline + ", proxyVersion=" + proxyVersion + ", compressed=" + compressed + ", streamError=" + streamError + ", headerBytes=" + headerBytes + ", states=" + states + "]";
+        Object[] components() {
+            return new Object[] {"kind", kind, "delegateKind", delegateKind, "location", location,
+                    "delegateSize", delegateSize, "inline", inline, "proxyVersion", proxyVersion,
+                    "compressed", compressed, "streamError", streamError, "headerBytes", headerBytes, "states", states};
         }
     }
 
@@ -598,7 +530,7 @@ public final class InspectReport {
     public static final String KAFKA_LEGACY_ELEMENT_TYPE =
             "Tuple2<org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartition (Kryo), Long>";
 
-    public static final class StateInfo {
+    public static final class StateInfo extends Value {
         private final String name;
         private final String mode;
         private final long elements;
@@ -668,21 +600,10 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof StateInfo)) return false;
-            StateInfo that = (StateInfo) o;
-            return java.util.Objects.equals(name, that.name) && java.util.Objects.equals(mode, that.mode) && java.util.Objects.equals(elements, that.elements) && java.util.Objects.equals(bytes, that.bytes) && java.util.Objects.equals(serializer, that.serializer) && java.util.Objects.equals(elementType, that.elementType) && java.util.Objects.equals(distinctElements, that.distinctElements) && java.util.Objects.equals(digest, that.digest) && java.util.Objects.equals(kafkaOffsets, that.kafkaOffsets);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(name, mode, elements, bytes, serializer, elementType, distinctElements, digest, kafkaOffsets);
-        }
-
-        @Override
-        public String toString() {
-            return "StateInfo[name=" + name + ", mode=" + mode + ", elements=" + elements + ", bytes=" + bytes + ", serializer=" + serializer + ", elementType=" + elementType + ", distinctElements=" + distinctElements + ", digest=" + digest + ", kafkaOffsets=" + kafkaOffsets + "]";
+        Object[] components() {
+            return new Object[] {"name", name, "mode", mode, "elements", elements, "bytes", bytes,
+                    "serializer", serializer, "elementType", elementType, "distinctElements", distinctElements,
+                    "digest", digest, "kafkaOffsets", kafkaOffsets};
         }
     }
 
@@ -693,7 +614,7 @@ public final class InspectReport {
      * stopping offset), with how many elements hold it. Markers: -2 earliest, -1 latest, -3
      * committed; {@link Long#MIN_VALUE} as stopping offset: unbounded.
      */
-    public static final class KafkaOffset {
+    public static final class KafkaOffset extends Value {
         private final String topic;
         private final int partition;
         private final long offset;
@@ -730,22 +651,9 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof KafkaOffset)) return false;
-            KafkaOffset that = (KafkaOffset) o;
-            return java.util.Objects.equals(topic, that.topic) && java.util.Objects.equals(partition, that.partition) && java.util.Objects.equals(offset, that.offset) && stoppingOffset == that.stoppingOffset && java.util.Objects.equals(count, that.count);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(topic, partition, offset, stoppingOffset, count);
-        }
-
-        @Override
-        public String toString() {
-            return "KafkaOffset[topic=" + topic + ", partition=" + partition + ", offset=" + offset + ", stoppingOffset="
-                    + stoppingOffset + ", count=" + count + "]";
+        Object[] components() {
+            return new Object[] {"topic", topic, "partition", partition, "offset", offset, "stoppingOffset", stoppingOffset,
+                    "count", count};
         }
     }
 
@@ -754,7 +662,7 @@ public final class InspectReport {
      * to readers and those discovered but not assigned yet (pending). Version 3 (connector 5.x)
      * stores each partition's split with its offsets; versions 1 and 2 only the partition.
      */
-    public static final class KafkaEnumerator {
+    public static final class KafkaEnumerator extends Value {
         private final int version;
         private final String error;
         private final boolean initialDiscoveryFinished;
@@ -795,27 +703,13 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof KafkaEnumerator)) return false;
-            KafkaEnumerator that = (KafkaEnumerator) o;
-            return version == that.version && error.equals(that.error) && initialDiscoveryFinished == that.initialDiscoveryFinished
-                    && assigned.equals(that.assigned) && pending.equals(that.pending);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(version, error, initialDiscoveryFinished, assigned, pending);
-        }
-
-        @Override
-        public String toString() {
-            return "KafkaEnumerator[version=" + version + ", error=" + error + ", initialDiscoveryFinished="
-                    + initialDiscoveryFinished + ", assigned=" + assigned + ", pending=" + pending + "]";
+        Object[] components() {
+            return new Object[] {"version", version, "error", error, "initialDiscoveryFinished", initialDiscoveryFinished,
+                    "assigned", assigned, "pending", pending};
         }
     }
 
-    public static final class KeyedStateHandleInfo {
+    public static final class KeyedStateHandleInfo extends Value {
         private final String kind;
         private final long stateSize;
 
@@ -833,21 +727,8 @@ public final class InspectReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof KeyedStateHandleInfo)) return false;
-            KeyedStateHandleInfo that = (KeyedStateHandleInfo) o;
-            return java.util.Objects.equals(kind, that.kind) && java.util.Objects.equals(stateSize, that.stateSize);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(kind, stateSize);
-        }
-
-        @Override
-        public String toString() {
-            return "KeyedStateHandleInfo[kind=" + kind + ", stateSize=" + stateSize + "]";
+        Object[] components() {
+            return new Object[] {"kind", kind, "stateSize", stateSize};
         }
     }
 

@@ -4,7 +4,6 @@ import io.checkpointsurgeon.internal.Json;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Objects;
 
 /**
  * The keyed state of a checkpoint or savepoint, per operator and per keyed state: its name, type,
@@ -22,7 +21,7 @@ import java.util.Objects;
  * A handle that could not be read is listed with its error (file and byte offset) and the rest of the
  * report stands.
  */
-public final class KeyedReport {
+public final class KeyedReport extends Value {
     private final String source;
     private final List<Operator> operators;
 
@@ -64,19 +63,8 @@ public final class KeyedReport {
     }
 
     @Override
-    public boolean equals(Object o) {
-        return o instanceof KeyedReport && source.equals(((KeyedReport) o).source)
-                && operators.equals(((KeyedReport) o).operators);
-    }
-
-    @Override
-    public int hashCode() {
-        return Objects.hash(source, operators);
-    }
-
-    @Override
-    public String toString() {
-        return "KeyedReport[source=" + source + ", operators=" + operators + "]";
+    Object[] components() {
+        return new Object[] {"source", source, "operators", operators};
     }
 
     /** The format a keyed handle's bytes are in; {@link #toString()} is its JSON spelling. */
@@ -121,7 +109,7 @@ public final class KeyedReport {
     }
 
     /** The keyed state of one operator. */
-    public static final class Operator {
+    public static final class Operator extends Value {
         private final String id;
         private final String name;
         private final String uid;
@@ -183,27 +171,14 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Operator)) return false;
-            Operator t = (Operator) o;
-            return id.equals(t.id) && name.equals(t.name) && uid.equals(t.uid) && parallelism == t.parallelism
-                    && maxParallelism == t.maxParallelism && states.equals(t.states) && handles.equals(t.handles);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(id, name, uid, parallelism, maxParallelism, states, handles);
-        }
-
-        @Override
-        public String toString() {
-            return "Operator[id=" + id + ", name=" + name + ", uid=" + uid + ", parallelism=" + parallelism
-                    + ", maxParallelism=" + maxParallelism + ", states=" + states + ", handles=" + handles + "]";
+        Object[] components() {
+            return new Object[] {"id", id, "name", name, "uid", uid, "parallelism", parallelism,
+                    "maxParallelism", maxParallelism, "states", states, "handles", handles};
         }
     }
 
     /** One keyed state of an operator. */
-    public static final class State {
+    public static final class State extends Value {
         private final String name;
         private final BackendStateType backendStateType;
         private final StateType stateType;
@@ -304,29 +279,15 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof State)) return false;
-            State t = (State) o;
-            return name.equals(t.name) && backendStateType == t.backendStateType && stateType == t.stateType
-                    && serializers.equals(t.serializers) && ttl == t.ttl && total.equals(t.total)
-                    && subtasks.equals(t.subtasks) && formats.equals(t.formats) && Objects.equals(rocksDb, t.rocksDb);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(name, backendStateType, stateType, serializers, ttl, total, subtasks, formats, rocksDb);
-        }
-
-        @Override
-        public String toString() {
-            return "State[name=" + name + ", backendStateType=" + backendStateType + ", stateType=" + stateType
-                    + ", serializers=" + serializers + ", ttl=" + ttl + ", total=" + total + ", subtasks=" + subtasks
-                    + ", formats=" + formats + ", rocksDb=" + rocksDb + "]";
+        Object[] components() {
+            return new Object[] {"name", name, "backendStateType", backendStateType, "stateType", stateType,
+                    "serializers", serializers, "ttl", ttl, "total", total, "subtasks", subtasks, "formats", formats,
+                    "rocksDb", rocksDb};
         }
     }
 
     /** One serializer of a state: its role in the meta info ({@code VALUE_SERIALIZER}, ...) and its snapshot. */
-    public static final class Serializer {
+    public static final class Serializer extends Value {
         private final String role;
         private final SerializerSnapshot snapshot;
 
@@ -345,24 +306,13 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            return o instanceof Serializer && role.equals(((Serializer) o).role)
-                    && snapshot.equals(((Serializer) o).snapshot);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(role, snapshot);
-        }
-
-        @Override
-        public String toString() {
-            return "Serializer[role=" + role + ", snapshot=" + snapshot + "]";
+        Object[] components() {
+            return new Object[] {"role", role, "snapshot", snapshot};
         }
     }
 
     /** A serializer snapshot as the meta info names it. */
-    public static final class SerializerSnapshot {
+    public static final class SerializerSnapshot extends Value {
         private final String snapshotClass;
         private final int version;
         private final String serializerClass;
@@ -443,24 +393,9 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof SerializerSnapshot)) return false;
-            SerializerSnapshot t = (SerializerSnapshot) o;
-            return snapshotClass.equals(t.snapshotClass) && version == t.version
-                    && Objects.equals(serializerClass, t.serializerClass) && classes.equals(t.classes)
-                    && nested.equals(t.nested) && layoutKnown == t.layoutKnown;
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(snapshotClass, version, serializerClass, classes, nested, layoutKnown);
-        }
-
-        @Override
-        public String toString() {
-            return "SerializerSnapshot[snapshotClass=" + snapshotClass + ", version=" + version + ", serializerClass="
-                    + serializerClass + ", classes=" + classes + ", nested=" + nested + ", layoutKnown=" + layoutKnown
-                    + "]";
+        Object[] components() {
+            return new Object[] {"snapshotClass", snapshotClass, "version", version, "serializerClass", serializerClass,
+                    "classes", classes, "nested", nested, "layoutKnown", layoutKnown};
         }
     }
 
@@ -469,7 +404,7 @@ public final class KeyedReport {
      * map state's whole map is one), one per key-value pair in the canonical format and in RocksDB
      * (a map state's entry per user key); for RocksDB the SST files' {@code rocksdb.num.entries}.
      */
-    public static final class Count {
+    public static final class Count extends Value {
         private final long entries;
         private final long rawBytes;
         private final long storedBytes;
@@ -506,27 +441,14 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Count)) return false;
-            Count t = (Count) o;
-            return entries == t.entries && rawBytes == t.rawBytes && storedBytes == t.storedBytes
-                    && complete == t.complete;
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(entries, rawBytes, storedBytes, complete);
-        }
-
-        @Override
-        public String toString() {
-            return "Count[entries=" + entries + ", rawBytes=" + rawBytes + ", storedBytes=" + storedBytes
-                    + ", complete=" + complete + "]";
+        Object[] components() {
+            return new Object[] {"entries", entries, "rawBytes", rawBytes, "storedBytes", storedBytes,
+                    "complete", complete};
         }
     }
 
     /** A state's count in one subtask. */
-    public static final class SubtaskCount {
+    public static final class SubtaskCount extends Value {
         private final int subtask;
         private final Count count;
 
@@ -544,24 +466,13 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            return o instanceof SubtaskCount && subtask == ((SubtaskCount) o).subtask
-                    && count.equals(((SubtaskCount) o).count);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(subtask, count);
-        }
-
-        @Override
-        public String toString() {
-            return "SubtaskCount[subtask=" + subtask + ", count=" + count + "]";
+        Object[] components() {
+            return new Object[] {"subtask", subtask, "count", count};
         }
     }
 
     /** RocksDB's own figures of a state's SST files, summed. */
-    public static final class RocksDbFigures {
+    public static final class RocksDbFigures extends Value {
         private final long files;
         private final long deletedKeys;
         private final long mergeOperands;
@@ -600,27 +511,14 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof RocksDbFigures)) return false;
-            RocksDbFigures t = (RocksDbFigures) o;
-            return files == t.files && deletedKeys == t.deletedKeys && mergeOperands == t.mergeOperands
-                    && rangeDeletions == t.rangeDeletions && dataSize == t.dataSize;
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(files, deletedKeys, mergeOperands, rangeDeletions, dataSize);
-        }
-
-        @Override
-        public String toString() {
-            return "RocksDbFigures[files=" + files + ", deletedKeys=" + deletedKeys + ", mergeOperands="
-                    + mergeOperands + ", rangeDeletions=" + rangeDeletions + ", dataSize=" + dataSize + "]";
+        Object[] components() {
+            return new Object[] {"files", files, "deletedKeys", deletedKeys, "mergeOperands", mergeOperands,
+                    "rangeDeletions", rangeDeletions, "dataSize", dataSize};
         }
     }
 
     /** One keyed handle (or part of a changelog handle) of a subtask. */
-    public static final class Handle {
+    public static final class Handle extends Value {
         private final int subtask;
         private final boolean raw;
         private final String kind;
@@ -716,34 +614,16 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Handle)) return false;
-            Handle t = (Handle) o;
-            return subtask == t.subtask && raw == t.raw && kind.equals(t.kind) && format == t.format
-                    && firstKeyGroup == t.firstKeyGroup && keyGroups == t.keyGroups && totalBytes == t.totalBytes
-                    && headerBytes == t.headerBytes && overheadBytes == t.overheadBytes
-                    && unattributedBytes == t.unattributedBytes && storedApportioned == t.storedApportioned
-                    && notes.equals(t.notes) && Objects.equals(error, t.error);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(subtask, raw, kind, format, firstKeyGroup, keyGroups, totalBytes, headerBytes,
-                    overheadBytes, unattributedBytes, storedApportioned, notes, error);
-        }
-
-        @Override
-        public String toString() {
-            return "Handle[subtask=" + subtask + ", raw=" + raw + ", kind=" + kind + ", format=" + format
-                    + ", firstKeyGroup=" + firstKeyGroup + ", keyGroups=" + keyGroups + ", totalBytes=" + totalBytes
-                    + ", headerBytes=" + headerBytes + ", overheadBytes=" + overheadBytes + ", unattributedBytes="
-                    + unattributedBytes + ", storedApportioned=" + storedApportioned + ", notes=" + notes
-                    + ", error=" + error + "]";
+        Object[] components() {
+            return new Object[] {"subtask", subtask, "raw", raw, "kind", kind, "format", format,
+                    "firstKeyGroup", firstKeyGroup, "keyGroups", keyGroups, "totalBytes", totalBytes,
+                    "headerBytes", headerBytes, "overheadBytes", overheadBytes, "unattributedBytes", unattributedBytes,
+                    "storedApportioned", storedApportioned, "notes", notes, "error", error};
         }
     }
 
     /** Something a reader could not count, with where (file and byte offset) and why. */
-    public static final class Note {
+    public static final class Note extends Value {
         private final String file;
         private final long offset;
         private final String message;
@@ -768,20 +648,8 @@ public final class KeyedReport {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Note)) return false;
-            Note t = (Note) o;
-            return file.equals(t.file) && offset == t.offset && message.equals(t.message);
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(file, offset, message);
-        }
-
-        @Override
-        public String toString() {
-            return "Note[file=" + file + ", offset=" + offset + ", message=" + message + "]";
+        Object[] components() {
+            return new Object[] {"file", file, "offset", offset, "message", message};
         }
     }
 }

@@ -93,7 +93,7 @@ public final class SurgeryPlan {
      * figures (a removal from a key-groups file is estimated), after it what the rewrite did; and
      * how many files it rewrites at once.
      */
-    public static final class KeyedFigures {
+    public static final class KeyedFigures extends Value {
         private final long bytesRead;
         private final long bytesWritten;
         private final int threads;
@@ -117,19 +117,8 @@ public final class SurgeryPlan {
         }
 
         @Override
-        public boolean equals(Object o) {
-            return o instanceof KeyedFigures && bytesRead == ((KeyedFigures) o).bytesRead
-                    && bytesWritten == ((KeyedFigures) o).bytesWritten && threads == ((KeyedFigures) o).threads;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(bytesRead, bytesWritten, threads);
-        }
-
-        @Override
-        public String toString() {
-            return "KeyedFigures[bytesRead=" + bytesRead + ", bytesWritten=" + bytesWritten + ", threads=" + threads + "]";
+        Object[] components() {
+            return new Object[] {"bytesRead", bytesRead, "bytesWritten", bytesWritten, "threads", threads};
         }
     }
 
@@ -191,7 +180,7 @@ public final class SurgeryPlan {
      * operator. {@code action}: {@code purge-state}, {@code drop-map-entry}, {@code dedupe-union},
      * {@code remove-operator}, {@code rename-operator}.
      */
-    public static final class Change {
+    public static final class Change extends Value {
         private final String operatorId;
         private final int subtask;
         private final String state;
@@ -246,26 +235,15 @@ public final class SurgeryPlan {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof Change)) return false;
-            Change that = (Change) o;
-            return java.util.Objects.equals(operatorId, that.operatorId) && java.util.Objects.equals(subtask, that.subtask) && java.util.Objects.equals(state, that.state) && java.util.Objects.equals(action, that.action) && java.util.Objects.equals(elementsBefore, that.elementsBefore) && java.util.Objects.equals(elementsAfter, that.elementsAfter) && java.util.Objects.equals(bytesRemoved, that.bytesRemoved) && java.util.Objects.equals(detail, that.detail);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(operatorId, subtask, state, action, elementsBefore, elementsAfter, bytesRemoved, detail);
-        }
-
-        @Override
-        public String toString() {
-            return "Change[operatorId=" + operatorId + ", subtask=" + subtask + ", state=" + state + ", action=" + action + ", elementsBefore=" + elementsBefore + ", elementsAfter=" + elementsAfter + ", bytesRemoved=" + bytesRemoved + ", detail=" + detail + "]";
+        Object[] components() {
+            return new Object[] {"operatorId", operatorId, "subtask", subtask, "state", state, "action", action,
+                    "elementsBefore", elementsBefore, "elementsAfter", elementsAfter, "bytesRemoved", bytesRemoved,
+                    "detail", detail};
         }
     }
 
     /** A rewritten state stream: a new file name, or empty for an inline stream in _metadata. */
-    public static final class NewStream {
+    public static final class NewStream extends Value {
         private final String fileName;
         private final String replaces;
         private final long bytes;
@@ -289,21 +267,8 @@ public final class SurgeryPlan {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof NewStream)) return false;
-            NewStream that = (NewStream) o;
-            return java.util.Objects.equals(fileName, that.fileName) && java.util.Objects.equals(replaces, that.replaces) && java.util.Objects.equals(bytes, that.bytes);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(fileName, replaces, bytes);
-        }
-
-        @Override
-        public String toString() {
-            return "NewStream[fileName=" + fileName + ", replaces=" + replaces + ", bytes=" + bytes + "]";
+        Object[] components() {
+            return new Object[] {"fileName", fileName, "replaces", replaces, "bytes", bytes};
         }
     }
 
@@ -311,7 +276,7 @@ public final class SurgeryPlan {
      * What {@code apply} wrote. {@code flinkValidation} says how Flink's own loader judged the
      * new {@code _metadata} ("loaded by Flink x.y: N operators", or why it was not run).
      */
-    public static final class Result {
+    public static final class Result extends Value {
         private final String metadataPath;
         private final long metadataBytes;
         private final List<String> written;
@@ -359,21 +324,9 @@ public final class SurgeryPlan {
         }
 
         @Override
-        public boolean equals(Object o) {
-            if (this == o) return true;
-            if (!(o instanceof Result)) return false;
-            Result that = (Result) o;
-            return java.util.Objects.equals(metadataPath, that.metadataPath) && java.util.Objects.equals(metadataBytes, that.metadataBytes) && java.util.Objects.equals(written, that.written) && java.util.Objects.equals(linked, that.linked) && java.util.Objects.equals(copied, that.copied) && java.util.Objects.equals(backup, that.backup) && java.util.Objects.equals(flinkValidation, that.flinkValidation);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(metadataPath, metadataBytes, written, linked, copied, backup, flinkValidation);
-        }
-
-        @Override
-        public String toString() {
-            return "Result[metadataPath=" + metadataPath + ", metadataBytes=" + metadataBytes + ", written=" + written + ", linked=" + linked + ", copied=" + copied + ", backup=" + backup + ", flinkValidation=" + flinkValidation + "]";
+        Object[] components() {
+            return new Object[] {"metadataPath", metadataPath, "metadataBytes", metadataBytes, "written", written,
+                    "linked", linked, "copied", copied, "backup", backup, "flinkValidation", flinkValidation};
         }
 
     }
