@@ -358,13 +358,6 @@ public final class CheckpointSurgeon {
         return Orphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, false);
     }
 
-    /** {@link #deleteOrphans} without the one-hour floor of {@code olderThan}: for tests, unsafe on live jobs. */
-    public static OrphanReport deleteOrphansUnsafeAge(List<Path> roots, List<Path> alsoReferencedBy,
-                                                      java.time.Duration olderThan, Path deletionLog)
-            throws CheckpointSurgeonException {
-        return Orphans.delete(roots, alsoReferencedBy, olderThan, deletionLog, true);
-    }
-
     /**
      * {@link #recover} of roots given as local paths or Flink paths ({@code s3://bucket/prefix},
      * any scheme Flink's file systems serve; all of one kind). On a Flink file system each
