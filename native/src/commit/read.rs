@@ -206,16 +206,11 @@ impl Checkpoint {
             )));
         }
         let bytes = map_file(&metadata_path)?;
-        let metadata = metadata::parse(bytes.clone())
-            .map_err(|e| e.in_file(&metadata_path.display().to_string()))?;
+        let name = metadata_path.display().to_string();
+        let cp = Checkpoint::from_bytes(&name, Some(&dir), bytes)?;
         Ok(Checkpoint {
             metadata_path,
-            allowed_roots: default_roots(&dir),
-            dir,
-            bytes,
-            metadata,
-            mirrors: Vec::new(),
-            remote: None,
+            ..cp
         })
     }
 
