@@ -20,14 +20,19 @@ import org.junit.rules.TemporaryFolder;
  * by absolute paths into the generator's directory): read at the same place below the job
  * directory it was copied to, said on the progress listener, and never through a link that
  * leaves the job directory. Before, every state read 0 entries, each file "refusing to read it".
+ * Likewise the change logs of the changelog fixtures.
  */
 public class MovedCheckpointTest {
     @Rule
     public TemporaryFolder tmp = new TemporaryFolder();
 
     private Path copy(String version) throws Exception {
-        Path src = KeyedReportTest.fixture(version, "keyed-all-incremental");
-        Path job = tmp.getRoot().toPath().toRealPath().resolve(version).resolve("job");
+        return copy(version, "keyed-all-incremental");
+    }
+
+    private Path copy(String version, String fixture) throws Exception {
+        Path src = KeyedReportTest.fixture(version, fixture);
+        Path job = tmp.getRoot().toPath().toRealPath().resolve(version).resolve(fixture).resolve("job");
         List<Path> files;
         try (Stream<Path> s = Files.walk(src)) {
             files = s.filter(Files::isRegularFile).collect(Collectors.toList());
@@ -83,6 +88,39 @@ public class MovedCheckpointTest {
             }
         } finally {
             CheckpointSurgeon.setProgressListener(before);
+        }
+    }
+
+    /**
+     * The changelog fixtures (Flink 1.20.3) name their {@code dstl} log files by absolute path below
+     * the old job directory ({@code changelog/<job>/dstl/<uuid>}): copied, every state is counted
+     * from the log; with the log directory gone and its files copied beside {@code _metadata}, too.
+     */
+    @Test(timeout = 120_000)
+    public void aCopiedChangelogCheckpointIsCountedFromItsLogWhereverTheLogWasCopied() throws Exception {
+        for (String name : List.of("keyed-changelog", "keyed-changelog-compressed")) {
+            Path job = copy("1.20.3", name);
+            Path chk;
+            try (Stream<Path> s = Files.list(job)) {
+                chk = s.filter(c -> c.getFileName().toString().startsWith("chk-")).findFirst().orElseThrow();
+            }
+            assertCountedFromTheLog(name, CheckpointSurgeon.inspectKeyed(chk));
+            List<Path> logs;
+            try (Stream<Path> s = Files.walk(job.resolve("changelog"))) {
+                logs = s.filter(Files::isRegularFile).collect(Collectors.toList());
+            }
+            assertTrue(name, !logs.isEmpty());
+            for (Path log : logs) Files.move(log, chk.resolve(log.getFileName()));
+            assertCountedFromTheLog(name + " flat", CheckpointSurgeon.inspectKeyed(chk));
+        }
+    }
+
+    private static void assertCountedFromTheLog(String what, KeyedReport r) {
+        KeyedReport.Operator op = KeyedReportTest.job(r);
+        for (KeyedReport.Handle h : op.handles()) assertEquals(what, null, h.error());
+        for (KeyedReport.State s : op.states()) {
+            assertTrue(what + " " + s.name() + ": " + s.formats(), s.formats().contains(KeyedReport.SnapshotFormat.CHANGELOG));
+            assertTrue(what + " " + s.name() + ": " + s.total(), s.total().entries() > 0);
         }
     }
 

@@ -32,12 +32,15 @@ final class MovedCheckpoint {
         this.files = files;
     }
 
+    /** How many trailing components of a path are tried as its place below the job directory. */
+    private static final int MAX_DEPTH = 8;
+
     /**
-     * The move {@code files} (the references of {@code checkpoint}) show, or null. The old job
-     * directory is the part of an absolute path before the checkpoint directory's own name, or
-     * before {@code shared/} or {@code taskowned/}; it counts when the file it names exists at the
-     * same place below the job directory here. A checkpoint copied flat (its shared files beside
-     * {@code _metadata}) maps the file's old directory to the checkpoint directory instead.
+     * The move {@code files} (the references of {@code checkpoint}) show, or null. A referenced
+     * absolute path outside the job directory counts as moved when its last components name a
+     * file below the job directory here ({@code shared/<uuid>}, {@code chk-3/<uuid>}, a change log's
+     * {@code changelog/<job>/dstl/<uuid>}: the fewest components that do), or a file beside
+     * {@code _metadata} (a flat copy); the part before them is then read at that place.
      */
     static MovedCheckpoint of(Path checkpoint, List<StateFile> files) {
         Path metadata = Files.isDirectory(checkpoint) ? checkpoint.resolve("_metadata") : checkpoint;
@@ -50,27 +53,33 @@ final class MovedCheckpoint {
             return null;
         }
         if (jobDir == null) return null;
-        String name = "/" + dir.getFileName() + "/";
         Map<String, String> mirrors = new TreeMap<>();
         int moved = 0;
         for (StateFile f : files) {
             if (f.kind() == StateFile.Kind.RELATIVE) continue;
             String p = f.path();
             if (p.contains("..") || p.endsWith("/")) continue;
-            int at = oldJobDirEnd(p, name);
-            int slash = p.lastIndexOf('/');
-            if (at > 0 && here(p.substring(0, at), jobDir, p.substring(at), mirrors)
-                    || slash > 0 && here(p.substring(0, slash + 1), dir, p.substring(slash + 1), mirrors)) {
-                moved++;
-            }
+            if (placed(p, jobDir, mirrors) || placed(p, dir, mirrors)) moved++;
         }
         return mirrors.isEmpty() ? null : new MovedCheckpoint(mirrors, metadata, moved);
+    }
+
+    /** Whether the last components of {@code p} (the fewest that do) name a file of {@code to}; then {@code mirrors} maps the rest. */
+    private static boolean placed(String p, Path to, Map<String, String> mirrors) {
+        int end = p.length();
+        for (int depth = 0; depth < MAX_DEPTH && end > 0; depth++) {
+            int slash = p.lastIndexOf('/', end - 1);
+            if (slash <= 0) return false;
+            if (here(p.substring(0, slash + 1), to, p.substring(slash + 1), mirrors)) return true;
+            end = slash;
+        }
+        return false;
     }
 
     /** Whether {@code from + rest} is a file of {@code to} here, under a mirror {@code from -> to} (added if new). */
     private static boolean here(String from, Path to, String rest, Map<String, String> mirrors) {
         String local = from.startsWith("file://") ? from.substring(7) : from.startsWith("file:") ? from.substring(5) : from;
-        if (local.equals(to + "/") || rest.isEmpty() || rest.startsWith("/")) return false;
+        if (local.equals(to + "/") || rest.isEmpty() || rest.startsWith("/") || rest.contains("//")) return false;
         String known = mirrors.get(from);
         if (known != null && !known.equals(to.toString())) return false;
         if (!Files.isRegularFile(to.resolve(rest), LinkOption.NOFOLLOW_LINKS)) return false;
@@ -78,16 +87,7 @@ final class MovedCheckpoint {
         return true;
     }
 
-    /** Where the old job directory ends in {@code p} (after its {@code /}), or -1. */
-    private static int oldJobDirEnd(String p, String checkpointDirName) {
-        for (String marker : new String[] {checkpointDirName, "/shared/", "/taskowned/"}) {
-            int i = p.lastIndexOf(marker);
-            if (i > 0) return i + 1;
-        }
-        return -1;
-    }
-
-    /** The native source that reads the old job directory's files below {@link #jobDir}. */
+    /** The native source that reads the moved files at their places here ({@link #mirrors}). */
     byte[] source() throws CheckpointSurgeonException {
         byte[] bytes;
         try {
