@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.flink.HaStore;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import java.nio.file.Path;
 import picocli.CommandLine;
@@ -24,6 +25,18 @@ final class KubernetesMixin {
     @Option(names = "--cluster-id", paramLabel = "ID", description = "kubernetes.cluster-id (with --kubernetes,"
             + " required), or high-availability.cluster-id (with --zookeeper-quorum; default: default)")
     String clusterId;
+
+    /**
+     * Where the cluster keeps its checkpoint pointers: its ConfigMaps with --kubernetes, else the
+     * ZooKeeper at {@code zookeeperQuorum} when given (under {@code zookeeperRoot}), else null.
+     */
+    HaStore store(CommandLine.Model.CommandSpec spec, String zookeeperQuorum, String zookeeperRoot)
+            throws CheckpointSurgeonException {
+        KubernetesHa ha = connect(spec);
+        if (ha != null) return HaStore.kubernetes(ha);
+        return zookeeperQuorum == null ? null
+                : HaStore.zooKeeper(zookeeperQuorum, zookeeperRoot, clusterId == null ? "default" : clusterId);
+    }
 
     /** The cluster's ConfigMaps, or null without --kubernetes. */
     KubernetesHa connect(CommandLine.Model.CommandSpec spec) throws CheckpointSurgeonException {

@@ -3,8 +3,8 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.RecoverReport;
+import io.checkpointsurgeon.flink.HaStore;
 import io.checkpointsurgeon.flink.KubernetesHa;
-import io.checkpointsurgeon.flink.ZooKeeperLeader;
 import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -68,23 +68,13 @@ final class RecoverCommand extends BaseCommand {
                 removeCommands.put(f.toString(), removeCommand(info.checkpointId(), info.jobId()));
             }
         }
-        try (KubernetesHa ha = k8s.connect(spec)) {
-            if (ha != null) {
-                for (KubernetesHa.Pointer p : ha.checkpointPointers()) {
-                    if (p.markedForDeletion || p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
-                    String name = "ConfigMap " + p.configMap + " " + p.key;
-                    pointers.put(name, CheckpointSurgeon.haFileInfo(p.file));
-                    removeCommands.put(name, removeCommand(p.checkpointId, p.jobId));
+        try (HaStore store = k8s.store(spec, zookeeperQuorum, zookeeperRoot)) {
+            if (store != null) {
+                for (Map.Entry<String, KubernetesHa.Pointer> e : store.pointersToLocalFiles().entrySet()) {
+                    KubernetesHa.Pointer p = e.getValue();
+                    pointers.put(e.getKey(), CheckpointSurgeon.haFileInfo(p.file));
+                    removeCommands.put(e.getKey(), removeCommand(p.checkpointId, p.jobId));
                 }
-            }
-        }
-        if (zookeeperQuorum != null) {
-            for (KubernetesHa.Pointer p : ZooKeeperLeader.checkpointPointers(zookeeperQuorum, zookeeperRoot,
-                    k8s.clusterId == null ? "default" : k8s.clusterId)) {
-                if (p.markedForDeletion || p.file == null || !java.nio.file.Files.isRegularFile(p.file)) continue;
-                String name = "ZooKeeper node " + p.configMap + "/" + p.key;
-                pointers.put(name, CheckpointSurgeon.haFileInfo(p.file));
-                removeCommands.put(name, removeCommand(p.checkpointId, p.jobId));
             }
         }
         RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, removeCommands, parallelism);

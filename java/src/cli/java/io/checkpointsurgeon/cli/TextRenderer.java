@@ -6,6 +6,8 @@ import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.KubernetesHa;
+import io.checkpointsurgeon.flink.PointerRemoval;
+import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -641,6 +643,67 @@ final class TextRenderer {
         b.append(s);
         for (int i = s.length(); i < width; i++) b.append(' ');
         return b;
+    }
+
+    /** {@code ha remove-checkpoint}: the pointer it would remove and the checkpoint that pointer names. */
+    static String pointerToRemove(PointerRemoval.Plan plan) {
+        KubernetesHa.Pointer p = plan.pointer;
+        // names, ids and paths as the HA store and the checkpoint hold them: escaped, one line each
+        return printable(plan.name) + " names checkpoint " + p.checkpointId + " of job " + printable(p.jobId) + ": "
+                + printable(p.target == null ? p.problem : p.target) + NL;
+    }
+
+    /** Why removing the pointer of a checkpoint that restores loses progress (a refusal, or a warning when forced). */
+    static String removalLosesProgress(PointerRemoval.Plan plan) {
+        return String.format(Locale.ROOT, "checkpoint %d (%s) restores: removing its pointer makes Flink"
+                + " recover an older checkpoint and lose the progress since", plan.pointer.checkpointId, plan.checkpoint);
+    }
+
+    /** Why Flink cannot recover from the pointer (when it cannot), then what it recovers the job from without it. */
+    static String afterRemoval(PointerRemoval.Plan plan) {
+        StringBuilder b = new StringBuilder();
+        if (plan.problem != null) b.append("  which Flink cannot recover from: ").append(printable(plan.problem)).append(NL);
+        String jobId = plan.pointer.jobId;
+        if (plan.next == null) {
+            b.append(printable("WARNING: no other checkpoint pointer of job " + jobId + " is left: Flink then starts the job"
+                    + " from execution.savepoint.path (-s), or without state"));
+        } else {
+            b.append(printable("afterwards Flink recovers job " + jobId + " from checkpoint " + plan.next.checkpointId + " ("
+                    + (plan.nextCheckpoint != null ? plan.nextCheckpoint : plan.next.target) + "), "
+                    + (plan.nextProblem == null ? "which restores" : "WHICH DOES NOT RESTORE EITHER: " + plan.nextProblem)));
+        }
+        return b.append(NL).toString();
+    }
+
+    /** {@code ha remove-checkpoint} without --apply: what it would do. */
+    static String wouldRemove(PointerRemoval.Plan plan) {
+        return "would remove " + printable(plan.name) + " and move its completedCheckpoint file aside; nothing was changed"
+                + " (--apply removes it; stop the JobManager first)" + NL;
+    }
+
+    /** Each step of {@code ha remove-checkpoint --apply}, printed to {@code out} as it is done. */
+    static PointerRemoval.Progress removal(PrintWriter out, PointerRemoval.Plan plan) {
+        return new PointerRemoval.Progress() {
+            @Override
+            public void kept(Path file) {
+                out.println("kept the pointer's value in " + printable(file));
+            }
+
+            @Override
+            public void removed() {
+                out.println("removed " + printable(plan.name) + " (version " + printable(plan.pointer.version) + ")");
+            }
+
+            @Override
+            public void moved(Path file, Path to) {
+                out.println("moved " + printable(file) + " to " + printable(to));
+            }
+
+            @Override
+            public void logged(Path file) {
+                out.println("logged in " + printable(file));
+            }
+        };
     }
 
     /** {@code recover}: each checkpoint newest first with its verdict and reasons, how to restore, the broken HA pointers. */
