@@ -4,7 +4,6 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
 import java.io.PrintWriter;
-import java.util.Locale;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -48,8 +47,7 @@ final class DiffCommand extends BaseCommand {
         out.print(json.json ? d.toJson() : TextRenderer.diff(d, bDir));
         out.flush();
         if (maxGrowth != null && d.maxFactor() > maxGrowth) {
-            err().printf(Locale.ROOT, "a state grew by x%.2f, more than --max-growth %s%n",
-                    d.maxFactor(), maxGrowth);
+            err().println(TextRenderer.grewTooMuch(d.maxFactor(), maxGrowth));
             return Cli.FINDINGS;
         }
         // --max-growth is the gate when given; else the signature of a union state nothing reads

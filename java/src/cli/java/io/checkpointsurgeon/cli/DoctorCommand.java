@@ -127,7 +127,7 @@ final class DoctorCommand extends BaseCommand {
                 Function<CheckpointSurgeon.Remedy, String> command = r -> TextRenderer.haCommand(r, path.toString(),
                         haOptions(r.action() != CheckpointSurgeon.Remedy.Action.LIST_HA));
                 for (int i = 0; i < files.size(); i++) {
-                    err().printf("[%d/%d] %s%n", i + 1, files.size(), TextRenderer.printable(files.get(i)));
+                    err().println(TextRenderer.fileProgress(i + 1, files.size(), files.get(i)));
                     results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i)), command));
                 }
             } else if (!leftoversOnly(path).isEmpty()) {

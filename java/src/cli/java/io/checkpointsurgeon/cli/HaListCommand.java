@@ -30,9 +30,9 @@ final class HaListCommand extends BaseCommand {
     KubernetesMixin k8s = new KubernetesMixin();
 
     /** One HA file as listed: what it belongs to, and its union states (JSON: its fields). */
-    private static final class Entry {
-        private final CheckpointSurgeon.HaFileInfo file;
-        private final List<String> unionStates;
+    static final class Entry {
+        final CheckpointSurgeon.HaFileInfo file;
+        final List<String> unionStates;
 
         Entry(CheckpointSurgeon.HaFileInfo file, List<String> unionStates) {
             this.file = file;
@@ -62,7 +62,7 @@ final class HaListCommand extends BaseCommand {
         }
         for (int i = 0; i < files.size(); i++) {
             Path f = files.get(i);
-            err().printf("[%d/%d] %s%n", i + 1, files.size(), TextRenderer.printable(f));
+            err().println(TextRenderer.fileProgress(i + 1, files.size(), f));
             CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
             InspectReport r = CheckpointSurgeon.inspectHa(f);
             List<String> unions = new ArrayList<>();
@@ -73,12 +73,7 @@ final class HaListCommand extends BaseCommand {
             }
             entries.add(new Entry(info, unions));
         }
-        if (json.json) {
-            out.print(Json.write(listing != null ? listing : entries));
-        } else {
-            for (Entry e : entries) out.print(TextRenderer.haFile(e.file, e.unionStates));
-            if (entries.isEmpty()) out.println("no completedCheckpoint files under " + TextRenderer.printable(dir));
-        }
+        out.print(json.json ? Json.write(listing != null ? listing : entries) : TextRenderer.haList(entries, dir));
         out.flush();
         return Cli.OK;
     }

@@ -64,7 +64,7 @@ final class HaRemoveCheckpointCommand extends BaseCommand {
             } catch (PointerRemoval.AmbiguousJob e) {
                 throw usage(e.getMessage() + ": give --job-id");
             }
-            out.print(TextRenderer.pointerToRemove(plan));
+            out.println(TextRenderer.pointerToRemove(plan));
             plan.requireExamined();
             if (plan.problem == null) {
                 String msg = TextRenderer.removalLosesProgress(plan);
@@ -73,10 +73,12 @@ final class HaRemoveCheckpointCommand extends BaseCommand {
                             + "; give --even-if-restorable to remove it anyway");
                 }
                 err().println("WARNING (--even-if-restorable): " + TextRenderer.printable(msg));
+            } else {
+                out.println(TextRenderer.unrecoverable(plan));
             }
-            out.print(TextRenderer.afterRemoval(plan));
+            out.println(TextRenderer.afterRemoval(plan));
             if (!apply) {
-                out.print(TextRenderer.wouldRemove(plan));
+                out.println(TextRenderer.wouldRemove(plan));
                 out.flush();
                 return Cli.OK;
             }

@@ -81,13 +81,12 @@ final class HaRepairCommand extends BaseCommand {
         }
         if (apply) refuseWhileLeading(leader, force, err(), "repairing their HA files");
         if (leader == null && apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
-            err().println("warning: not checked whether a JobManager holds the cluster's"
-                    + " leadership (give --zookeeper-quorum and --cluster-id, or --kubernetes and --cluster-id)");
+            err().println(TextRenderer.leadershipNotChecked());
         }
         Surgery s = surgery();
         PrintWriter out = out();
         if (!apply && !json.json) {
-            out.println("The JobManager(s) must be stopped before --apply: a running leader rewrites these files.");
+            out.println(TextRenderer.stopJobManagersFirst());
         }
         List<Path> files;
         if (pointers == null) {
@@ -118,7 +117,7 @@ final class HaRepairCommand extends BaseCommand {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.LOCKED, leader
                     + ". Stop the JobManager(s) before " + doing + ", or give --force");
         }
-        err.println("warning (--force): " + TextRenderer.printable(leader));
+        err.println(TextRenderer.forcedPastLeader(leader));
     }
 
     /** The surgery of the options: a relocation, and a removal or de-duplication of --state. */

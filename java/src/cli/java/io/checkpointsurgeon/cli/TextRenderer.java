@@ -649,8 +649,8 @@ final class TextRenderer {
     static String pointerToRemove(PointerRemoval.Plan plan) {
         KubernetesHa.Pointer p = plan.pointer;
         // names, ids and paths as the HA store and the checkpoint hold them: escaped, one line each
-        return printable(plan.name) + " names checkpoint " + p.checkpointId + " of job " + printable(p.jobId) + ": "
-                + printable(p.target == null ? p.problem : p.target) + NL;
+        return String.format("%s names checkpoint %d of job %s: %s", printable(plan.name), p.checkpointId,
+                printable(p.jobId), printable(p.target == null ? p.problem : p.target));
     }
 
     /** Why removing the pointer of a checkpoint that restores loses progress (a refusal, or a warning when forced). */
@@ -659,26 +659,27 @@ final class TextRenderer {
                 + " recover an older checkpoint and lose the progress since", plan.pointer.checkpointId, plan.checkpoint);
     }
 
-    /** Why Flink cannot recover from the pointer (when it cannot), then what it recovers the job from without it. */
+    /** Why Flink cannot recover from the pointer, when it cannot. */
+    static String unrecoverable(PointerRemoval.Plan plan) {
+        return "  which Flink cannot recover from: " + printable(plan.problem);
+    }
+
+    /** What Flink recovers the job from once the pointer is gone, loudly when that is nothing. */
     static String afterRemoval(PointerRemoval.Plan plan) {
-        StringBuilder b = new StringBuilder();
-        if (plan.problem != null) b.append("  which Flink cannot recover from: ").append(printable(plan.problem)).append(NL);
         String jobId = plan.pointer.jobId;
         if (plan.next == null) {
-            b.append(printable("WARNING: no other checkpoint pointer of job " + jobId + " is left: Flink then starts the job"
-                    + " from execution.savepoint.path (-s), or without state"));
-        } else {
-            b.append(printable("afterwards Flink recovers job " + jobId + " from checkpoint " + plan.next.checkpointId + " ("
-                    + (plan.nextCheckpoint != null ? plan.nextCheckpoint : plan.next.target) + "), "
-                    + (plan.nextProblem == null ? "which restores" : "WHICH DOES NOT RESTORE EITHER: " + plan.nextProblem)));
+            return printable("WARNING: no other checkpoint pointer of job " + jobId + " is left: Flink then starts the job"
+                    + " from execution.savepoint.path (-s), or without state");
         }
-        return b.append(NL).toString();
+        return printable("afterwards Flink recovers job " + jobId + " from checkpoint " + plan.next.checkpointId + " ("
+                + (plan.nextCheckpoint != null ? plan.nextCheckpoint : plan.next.target) + "), "
+                + (plan.nextProblem == null ? "which restores" : "WHICH DOES NOT RESTORE EITHER: " + plan.nextProblem));
     }
 
     /** {@code ha remove-checkpoint} without --apply: what it would do. */
     static String wouldRemove(PointerRemoval.Plan plan) {
         return "would remove " + printable(plan.name) + " and move its completedCheckpoint file aside; nothing was changed"
-                + " (--apply removes it; stop the JobManager first)" + NL;
+                + " (--apply removes it; stop the JobManager first)";
     }
 
     /** Each step of {@code ha remove-checkpoint --apply}, printed to {@code out} as it is done. */
@@ -704,6 +705,45 @@ final class TextRenderer {
                 out.println("logged in " + printable(file));
             }
         };
+    }
+
+    /** One line of progress over many files: {@code [i/n] file}. */
+    static String fileProgress(int index, int count, Path file) {
+        return String.format("[%d/%d] %s", index, count, printable(file));
+    }
+
+    /** {@code ha list}: each HA file with its union states, or that there is none under {@code dir}. */
+    static String haList(List<HaListCommand.Entry> entries, Path dir) {
+        StringBuilder sb = new StringBuilder();
+        for (HaListCommand.Entry e : entries) sb.append(haFile(e.file, e.unionStates));
+        if (entries.isEmpty()) sb.append("no completedCheckpoint files under ").append(printable(dir)).append(NL);
+        return sb.toString();
+    }
+
+    /** {@code ha repair} without --apply: why the JobManagers must be stopped first. */
+    static String stopJobManagersFirst() {
+        return "The JobManager(s) must be stopped before --apply: a running leader rewrites these files.";
+    }
+
+    /** {@code ha repair --apply} with no HA store to ask whether a JobManager leads. */
+    static String leadershipNotChecked() {
+        return "warning: not checked whether a JobManager holds the cluster's"
+                + " leadership (give --zookeeper-quorum and --cluster-id, or --kubernetes and --cluster-id)";
+    }
+
+    /** A change made with --force while {@code leader} holds the cluster's leadership. */
+    static String forcedPastLeader(String leader) {
+        return "warning (--force): " + printable(leader);
+    }
+
+    /** {@code diff --max-growth}: a state grew by more than the gate allows. */
+    static String grewTooMuch(double factor, Double maxGrowth) {
+        return String.format(Locale.ROOT, "a state grew by x%.2f, more than --max-growth %s", factor, maxGrowth);
+    }
+
+    /** {@code watch --metrics-port}: where the metrics are served. */
+    static String metricsAt(String host, int port) {
+        return "metrics at http://" + printable(host) + ":" + port + "/metrics";
     }
 
     /** {@code recover}: each checkpoint newest first with its verdict and reasons, how to restore, the broken HA pointers. */

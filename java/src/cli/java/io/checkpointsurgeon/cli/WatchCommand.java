@@ -57,7 +57,7 @@ final class WatchCommand extends BaseCommand {
                 once ? err() : out)) {
             if (metricsPort != null) {
                 int port = w.serveMetrics(metricsHost, metricsPort);
-                out.println("metrics at http://" + TextRenderer.printable(metricsHost) + ":" + port + "/metrics");
+                out.println(TextRenderer.metricsAt(metricsHost, port));
                 out.flush();
             }
             if (once) {
