@@ -1,5 +1,6 @@
 //! The JNI bridge: every `extern "system"` export of the library (the natives of
-//! `io.checkpointsurgeon.internal.NativeBridge`), each a few lines around one call of the plain Rust API.
+//! `io.checkpointsurgeon.internal.NativeBridge`), each a few lines around one call of the plain Rust API;
+//! the test-only exports are in [`testing`], for a class of the Java test source set.
 //! Arguments and results are [`crate::wire`] payloads. Errors and panics become
 //! `CheckpointSurgeonException(Code, message)`, built with the class, constructor and `Code`
 //! constants cached once; never an abort of the JVM.
@@ -20,6 +21,8 @@ use jni::refs::Global;
 use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue};
 use once_cell::sync::OnceCell;
 use std::path::Path;
+
+mod testing;
 
 /// Errors of the bridge itself: the crate's errors plus JNI failures.
 #[derive(Debug, thiserror::Error)]
@@ -779,69 +782,6 @@ pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_roundTrip
     metadata: JByteArray<'l>,
 ) -> JByteArray<'l> {
     export(unowned, |env| Ok(metadata_arg(env, &metadata)?.to_vec()))
-}
-
-/// `byte[] wireEcho(byte[] payload)`: decodes any wire payload and encodes it again (tests).
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireEcho<'l>(
-    unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    payload: JByteArray<'l>,
-) -> JByteArray<'l> {
-    export(unowned, |env| Ok(wire::echo(bytes_arg(env, &payload)?)?))
-}
-
-/// `byte[] wireSample(String name)`: a payload built from known values (`wire::samples`), for
-/// the Java test that decodes it field by field.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireSample<'l>(
-    unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    name: JString<'l>,
-) -> JByteArray<'l> {
-    export(unowned, |env| {
-        Ok(wire::samples::encode(
-            &string_arg(env, &name)?.unwrap_or_default(),
-        )?)
-    })
-}
-
-/// `String wireCheck(String name, byte[] payload)`: decodes a request or source Java built and
-/// compares it field by field with sample `name`; empty when they agree, else what differs.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_wireCheck<'l>(
-    unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    name: JString<'l>,
-    payload: JByteArray<'l>,
-) -> JString<'l> {
-    export(unowned, |env| {
-        let name = string_arg(env, &name)?.unwrap_or_default();
-        Ok(wire::samples::check(&name, bytes_arg(env, &payload)?)?)
-    })
-}
-
-/// `String errorCodes()`: the names of [`Code::ALL`], one per line (the Java enum must match).
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_errorCodes<'l>(
-    unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-) -> JString<'l> {
-    export(unowned, |_env| {
-        let names: Vec<&str> = Code::ALL.iter().map(|c| c.name()).collect();
-        Ok(names.join("\n"))
-    })
-}
-
-/// `void panicForTesting()`: proves that a Rust panic reaches Java as an exception.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_checkpointsurgeon_internal_NativeBridge_panicForTesting<'l>(
-    unowned: EnvUnowned<'l>,
-    _class: JClass<'l>,
-) {
-    export(unowned, |_env| -> Result<()> {
-        panic!("deliberate panic to test the JNI boundary")
-    })
 }
 
 /// Directory locks held for Java (`lockDirectory` / `unlockDirectory`), by id.

@@ -15,7 +15,8 @@ import java.util.Locale;
  * The native methods (the Rust exports of {@code native/src/bridge.rs}) and the loading of the
  * library. Not API: only {@link Native} calls these. The library is taken from the system property
  * {@value #LIBRARY_PROPERTY} when it is set, otherwise from this jar's {@code /native/<os>-<arch>/}
- * resource, extracted to a temporary file and loaded once.
+ * resource, extracted to a temporary file and loaded once. The test-only natives are declared by
+ * {@code NativeTesting} in the test source set.
  */
 final class NativeBridge {
     static final String LIBRARY_PROPERTY = "checkpointsurgeon.library";
@@ -73,27 +74,10 @@ final class NativeBridge {
 
     static native byte[] roundTrip(byte[] metadata) throws CheckpointSurgeonException;
 
-    /** Decodes any wire payload and encodes it again (tests of the wire). */
-    static native byte[] wireEcho(byte[] payload) throws CheckpointSurgeonException;
-
-    /** A payload the native side built from known values ({@code native/src/wire/samples.rs}; tests of the wire). */
-    static native byte[] wireSample(String name) throws CheckpointSurgeonException;
-
-    /**
-     * Decodes a request or source and compares it with the native side's sample {@code name}:
-     * empty when they agree, else the fields that differ (tests of the wire).
-     */
-    static native String wireCheck(String name, byte[] payload) throws CheckpointSurgeonException;
-
-    /** The names of Rust's error codes, one per line, in order. */
-    static native String errorCodes() throws CheckpointSurgeonException;
-
     /** Takes the commit lock of a directory; returns an id for {@link #unlockDirectory}. */
     static native long lockDirectory(String dir) throws CheckpointSurgeonException;
 
     static native void unlockDirectory(long id) throws CheckpointSurgeonException;
-
-    static native void panicForTesting() throws CheckpointSurgeonException;
 
     /** The native library's crate version. */
     static native String libraryVersion() throws CheckpointSurgeonException;

@@ -16,7 +16,7 @@ public class NativeBridgeTest {
     public void aRustPanicBecomesAnExceptionAndTheJvmCarriesOn() throws Exception {
         for (int i = 0; i < 3; i++) {
             try {
-                NativeBridge.panicForTesting();
+                NativeTesting.panicForTesting();
                 fail("expected the panic as an exception");
             } catch (CheckpointSurgeonException e) {
                 assertEquals("PANIC", e.code().name());

@@ -27,7 +27,7 @@ public class WireSamplesTest {
     @Test
     public void reportFields() throws Exception {
         NativeBridge.ensureLoaded();
-        InspectReport r = Wire.report(NativeBridge.wireSample("report"));
+        InspectReport r = Wire.report(NativeTesting.wireSample("report"));
         assertEquals("source", r.source());
         assertEquals("metadataVersion", 7, r.metadataVersion());
         assertEquals("checkpointId", 1001, r.checkpointId());
@@ -97,7 +97,7 @@ public class WireSamplesTest {
     @Test
     public void planFields() throws Exception {
         NativeBridge.ensureLoaded();
-        Staged staged = Wire.plan(NativeBridge.wireSample("plan"));
+        Staged staged = Wire.plan(NativeTesting.wireSample("plan"));
         SurgeryPlan p = staged.plan;
         assertEquals("source", p.source());
         assertEquals(SurgeryPlan.Depth.METADATA_ONLY, p.depth());
@@ -127,7 +127,7 @@ public class WireSamplesTest {
     @Test
     public void stateFileFields() throws Exception {
         NativeBridge.ensureLoaded();
-        List<StateFile> files = Wire.stateFiles(NativeBridge.wireSample("state-files"));
+        List<StateFile> files = Wire.stateFiles(NativeTesting.wireSample("state-files"));
         assertEquals(3, files.size());
         stateFile(files.get(0), true, StateFile.Kind.RELATIVE, "relative.path", 0, 1003);
         stateFile(files.get(1), false, StateFile.Kind.FILE, "file.path", 0, 1004);
@@ -145,7 +145,7 @@ public class WireSamplesTest {
     @Test
     public void keyedReportFields() throws Exception {
         NativeBridge.ensureLoaded();
-        KeyedReport r = Wire.keyedReport(NativeBridge.wireSample("keyed-report"));
+        KeyedReport r = Wire.keyedReport(NativeTesting.wireSample("keyed-report"));
         assertEquals("keyed.source", r.source());
         assertEquals(1, r.operators().size());
         KeyedReport.Operator op = r.operators().get(0);
@@ -213,12 +213,12 @@ public class WireSamplesTest {
                 Surgery.removeKeyedState(Surgery.OperatorSelector.uid("keyed.uid"), "keyed.remove")
                         .andRenameKeyedState(Surgery.OperatorSelector.all(), "keyed.from", "keyed.to").threads(3))
                 .referencing("keyed.referencedSource")));
-        assertNotEquals("", NativeBridge.wireCheck("keyed", Wire.request(Request.of(
+        assertNotEquals("", NativeTesting.wireCheck("keyed", Wire.request(Request.of(
                 Surgery.removeKeyedState(Surgery.OperatorSelector.uid("keyed.uid"), "keyed.remove")
                         .andRenameKeyedState(Surgery.OperatorSelector.all(), "keyed.from", "keyed.to").threads(4))
                 .referencing("keyed.referencedSource"))));
         // and the check can fail: another value in one field
-        assertNotEquals("", NativeBridge.wireCheck("drop-topic",
+        assertNotEquals("", NativeTesting.wireCheck("drop-topic",
                 Wire.request(Request.of(Surgery.dropKafkaTopic(uid, "drop.topic", 6)))));
     }
 
@@ -233,6 +233,6 @@ public class WireSamplesTest {
     /** Rust decodes {@code payload} and finds every field equal to its sample {@code name}'s. */
     private static void assertAgrees(String name, byte[] payload) throws Exception {
         assertEquals("the fields Rust decoded that differ from its sample '" + name + "'", "",
-                NativeBridge.wireCheck(name, payload));
+                NativeTesting.wireCheck(name, payload));
     }
 }

@@ -45,11 +45,11 @@ public class WireTest {
                 .andRenameOperator(Surgery.OperatorSelector.uid("d"), null, "ffffffffffffffffffffffffffffffff", null);
         for (Surgery x : List.of(s, s.metadataOnly())) {
             byte[] bytes = Wire.request(Request.of(x));
-            assertArrayEquals(bytes, NativeBridge.wireEcho(bytes));
+            assertArrayEquals(bytes, NativeTesting.wireEcho(bytes));
         }
         byte[] source = Wire.source(new byte[] {1, 2, 3}, "s3://b/chk-1\t/_metadata", "/tmp/mirror\n",
                 Map.of("s3://b/", "/tmp/m"));
-        assertArrayEquals(source, NativeBridge.wireEcho(source));
+        assertArrayEquals(source, NativeTesting.wireEcho(source));
     }
 
     @Test
@@ -63,7 +63,7 @@ public class WireTest {
                 Surgery.setKafkaOffsets(uid, "t", 3, Surgery.KafkaStart.shift(-5)),
                 Surgery.setKafkaOffsets(uid, "t", null, Surgery.KafkaStart.at(Long.MAX_VALUE)))) {
             byte[] bytes = Wire.request(Request.of(s));
-            assertArrayEquals(bytes, NativeBridge.wireEcho(bytes));
+            assertArrayEquals(bytes, NativeTesting.wireEcho(bytes));
         }
     }
 
@@ -100,17 +100,17 @@ public class WireTest {
         NativeBridge.ensureLoaded();
         byte[] source = Wire.source(CheckpointSurgeonTest.fixture("stale-union"));
         byte[] report = NativeBridge.inspect(source);
-        assertArrayEquals(report, NativeBridge.wireEcho(report));
+        assertArrayEquals(report, NativeTesting.wireEcho(report));
         InspectReport r = Wire.report(report);
         assertTrue(r.operators().size() > 1);
         byte[] plan = NativeBridge.plan(source, Wire.request(Request.of(Surgery.removeState(Surgery.OperatorSelector.all(),
                 "topic-partition-offset-states"))), null, null, null, null, null);
-        assertArrayEquals(plan, NativeBridge.wireEcho(plan));
+        assertArrayEquals(plan, NativeTesting.wireEcho(plan));
         Staged p = Wire.plan(plan);
         assertEquals(r.operators().size(), p.operators);
         assertTrue(p.plan.changes().stream().allMatch(c -> c.action().equals("purge-state")));
         byte[] files = NativeBridge.stateFiles(Wire.source(CheckpointSurgeonTest.fixture("operator-state-files")));
-        assertArrayEquals(files, NativeBridge.wireEcho(files));
+        assertArrayEquals(files, NativeTesting.wireEcho(files));
         assertTrue(Wire.stateFiles(files).stream().anyMatch(f -> f.operatorState() && f.kind() == StateFile.Kind.RELATIVE));
     }
 
@@ -120,7 +120,7 @@ public class WireTest {
         byte[] request = Wire.request(Request.of(Surgery.removeState(Surgery.OperatorSelector.all(), "x")));
         request[5] = 99;
         try {
-            NativeBridge.wireEcho(request);
+            NativeTesting.wireEcho(request);
             fail("Rust read a request of wire version 99");
         } catch (CheckpointSurgeonException e) {
             assertEquals(CheckpointSurgeonException.Code.WIRE, e.code());
@@ -141,7 +141,7 @@ public class WireTest {
         NativeBridge.ensureLoaded();
         List<String> java = new ArrayList<>();
         for (CheckpointSurgeonException.Code c : CheckpointSurgeonException.Code.values()) java.add(c.name());
-        assertEquals(Arrays.asList(NativeBridge.errorCodes().split("\n")), java);
+        assertEquals(Arrays.asList(NativeTesting.errorCodes().split("\n")), java);
     }
 
     @Test
