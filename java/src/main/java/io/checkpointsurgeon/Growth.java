@@ -17,16 +17,34 @@ import java.util.TreeMap;
 public final class Growth {
     private Growth() {}
 
+    /** How one state's size went from A to B; {@link #toString()} is its spelling in JSON and text. */
+    public enum SizeChange {
+        /** Only in B. */
+        ADDED,
+        /** Only in A. */
+        REMOVED,
+        /** More elements in B (or as many, in more bytes). */
+        GROWN,
+        /** Fewer elements or fewer bytes in B. */
+        SHRUNK,
+        SAME;
+
+        @Override
+        public String toString() {
+            return Spelling.of(this);
+        }
+    }
+
     /** One state of one operator in checkpoints A and B (-1: not in that checkpoint). */
     public static final class StateChange {
         private final String operatorId;
         private final String state;
         private final String mode;
-        private final String change;
+        private final SizeChange change;
         private final long elementsA, elementsB, bytesA, bytesB, distinctA, distinctB;
         private final double factor;
 
-        public StateChange(String operatorId, String state, String mode, String change, long elementsA, long elementsB,
+        public StateChange(String operatorId, String state, String mode, SizeChange change, long elementsA, long elementsB,
                 long bytesA, long bytesB, long distinctA, long distinctB, double factor) {
             this.operatorId = operatorId;
             this.state = state;
@@ -53,8 +71,7 @@ public final class Growth {
             return mode;
         }
 
-        /** {@code added}, {@code removed}, {@code grown}, {@code shrunk} or {@code same}. */
-        public String change() {
+        public SizeChange change() {
             return change;
         }
 
@@ -340,8 +357,9 @@ public final class Growth {
         long[] none = {-1, -1, -1};
         for (List<String> k : keys.keySet()) {
             long[] x = sa.getOrDefault(k, none), y = sb.getOrDefault(k, none);
-            String change = x == none ? "added" : y == none ? "removed"
-                    : y[0] > x[0] || y[0] == x[0] && y[1] > x[1] ? "grown" : y[0] < x[0] || y[1] < x[1] ? "shrunk" : "same";
+            SizeChange change = x == none ? SizeChange.ADDED : y == none ? SizeChange.REMOVED
+                    : y[0] > x[0] || y[0] == x[0] && y[1] > x[1] ? SizeChange.GROWN
+                    : y[0] < x[0] || y[1] < x[1] ? SizeChange.SHRUNK : SizeChange.SAME;
             double factor = x[0] > 0 && y[0] >= 0 ? (double) y[0] / x[0] : 0;
             states.add(new StateChange(k.get(0), k.get(1), modes.get(k), change, x[0], y[0], x[1], y[1], x[2], y[2], factor));
         }

@@ -48,7 +48,7 @@ public class GrowthTest {
                 Growth.StateChange c = stale(d);
                 int p = parallelism(reports.get(i), c.operatorId());
                 assertEquals(v + " " + STEPS[i], p, c.factor(), 0);
-                assertEquals("grown", c.change());
+                assertEquals("grown", c.change().toString());
                 assertEquals(c.elementsA() * p, c.elementsB());
                 assertTrue(c.bytesB() > c.bytesA());
                 // after the first restore (each subtask then holds the whole union) the distinct values

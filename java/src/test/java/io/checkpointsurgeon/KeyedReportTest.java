@@ -252,9 +252,9 @@ public class KeyedReportTest {
         assertEquals(2, d.states().size());
         Growth.StateChange keyed = d.states().get(1);
         assertEquals("keyed value", keyed.mode());
-        assertEquals("grown", keyed.change());
+        assertEquals("grown", keyed.change().toString());
         assertEquals(2.0, keyed.factor(), 0);
-        assertEquals("same", d.states().get(0).change());
+        assertEquals("same", d.states().get(0).change().toString());
     }
 
     /** A JSON number as the CLI's text prints a count. */
