@@ -51,7 +51,8 @@ fn handle(prefix: &str, base: i64) -> HandleReport {
         header_bytes: base + 3,
         states: vec![StateReport {
             name: format!("{prefix}.state.name"),
-            mode: format!("{prefix}.state.mode"),
+            // one of Flink's modes: Java decodes it as InspectReport.Mode, which a swapped-in string fails
+            mode: "BROADCAST".to_string(),
             elements: base + 4,
             bytes: base + 5,
             serializer: format!("{prefix}.state.serializer"),

@@ -228,7 +228,7 @@ final class Doctor {
         for (InspectReport.OperatorInfo op : r.operators()) {
             long deployment = 0;
             for (InspectReport.StateTotal t : op.stateTotals()) {
-                if (!t.mode().equals("UNION")) continue;
+                if (t.mode() != InspectReport.Mode.UNION) continue;
                 StaleStates.Entry known = StaleStates.match(op, t);
                 StaleStates.Entry named = StaleStates.byName(op, t);
                 String lookAlike = named == null ? null : StaleStates.lookAlike(named, op, t);
@@ -269,7 +269,7 @@ final class Doctor {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     boolean hasUnion = false;
-                    for (InspectReport.StateInfo x : h.states()) hasUnion |= x.mode().equals("UNION");
+                    for (InspectReport.StateInfo x : h.states()) hasUnion |= x.mode() == InspectReport.Mode.UNION;
                     if (h.inline() && hasUnion) deployment += h.delegateSize();
                     if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
                         out.add(new CheckpointSurgeon.Finding(WARNING, "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,

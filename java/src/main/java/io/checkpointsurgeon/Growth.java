@@ -323,7 +323,7 @@ public final class Growth {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     for (InspectReport.StateInfo st : h.states()) {
                         List<String> key = List.of(op.id(), st.name());
-                        modes.put(key, st.mode());
+                        modes.put(key, st.mode().name());
                         long[] v = out.computeIfAbsent(key, k -> new long[] {0, 0, -1});
                         v[0] += st.elements();
                         v[1] += Math.max(0, st.bytes());
@@ -429,7 +429,7 @@ public final class Growth {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     for (InspectReport.StateInfo st : h.states()) {
-                        if (st.mode().equals("UNION")) copies.computeIfAbsent(st.name(), k -> new ArrayList<>()).add(st);
+                        if (st.mode() == InspectReport.Mode.UNION) copies.computeIfAbsent(st.name(), k -> new ArrayList<>()).add(st);
                     }
                 }
             }

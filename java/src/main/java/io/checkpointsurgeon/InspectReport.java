@@ -19,6 +19,19 @@ public final class InspectReport extends Value {
     private final List<MasterStateInfo> masterStates;
     private final List<OperatorInfo> operators;
 
+    /**
+     * Flink's {@code OperatorStateHandle.Mode}: how a restore hands out an operator state's elements.
+     * Its name is its spelling in JSON and text.
+     */
+    public enum Mode {
+        /** Each subtask gets a share of the elements (list state). */
+        SPLIT_DISTRIBUTE,
+        /** Every subtask gets all elements (union list state). */
+        UNION,
+        /** Every subtask gets the same copy (broadcast state). */
+        BROADCAST
+    }
+
     public InspectReport(String source, int metadataVersion, long checkpointId, long metadataBytes, long propertiesBytes, List<MasterStateInfo> masterStates, List<OperatorInfo> operators) {
         this.source = source;
         this.metadataVersion = metadataVersion;
@@ -322,12 +335,12 @@ public final class InspectReport extends Value {
     /** A state name summed over subtasks; {@code handles} counts the subtasks that carry it. */
     public static final class StateTotal extends Value {
         private final String name;
-        private final String mode;
+        private final Mode mode;
         private final long elements;
         private final long bytes;
         private final int handles;
 
-        public StateTotal(String name, String mode, long elements, long bytes, int handles) {
+        public StateTotal(String name, Mode mode, long elements, long bytes, int handles) {
             this.name = name;
             this.mode = mode;
             this.elements = elements;
@@ -339,7 +352,7 @@ public final class InspectReport extends Value {
             return name;
         }
 
-        public String mode() {
+        public Mode mode() {
             return mode;
         }
 
@@ -532,7 +545,7 @@ public final class InspectReport extends Value {
 
     public static final class StateInfo extends Value {
         private final String name;
-        private final String mode;
+        private final Mode mode;
         private final long elements;
         private final long bytes;
         private final String serializer;
@@ -541,11 +554,11 @@ public final class InspectReport extends Value {
         private final long digest;
         private final List<KafkaOffset> kafkaOffsets;
 
-        public StateInfo(String name, String mode, long elements, long bytes, String serializer, long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {
+        public StateInfo(String name, Mode mode, long elements, long bytes, String serializer, long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {
             this(name, mode, elements, bytes, serializer, "", distinctElements, digest, kafkaOffsets);
         }
 
-        public StateInfo(String name, String mode, long elements, long bytes, String serializer, String elementType,
+        public StateInfo(String name, Mode mode, long elements, long bytes, String serializer, String elementType,
                 long distinctElements, long digest, List<KafkaOffset> kafkaOffsets) {
             this.name = name;
             this.mode = mode;
@@ -562,7 +575,7 @@ public final class InspectReport extends Value {
             return name;
         }
 
-        public String mode() {
+        public Mode mode() {
             return mode;
         }
 

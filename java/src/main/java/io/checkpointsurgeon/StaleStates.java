@@ -152,7 +152,7 @@ final class StaleStates {
     /** The entry whose state name and mode {@code t} has, whatever its element type, or null. */
     static Entry byName(InspectReport.OperatorInfo op, InspectReport.StateTotal t) {
         for (Entry e : ENTRIES) {
-            if (e.mode.equals(COORDINATOR) || !e.state.equals(t.name()) || !e.mode.equals(t.mode())) continue;
+            if (e.mode.equals(COORDINATOR) || !e.state.equals(t.name()) || !e.mode.equals(t.mode().name())) continue;
             if (t.elements() < e.minElements) continue;
             if (e.notWith != null && hasState(op, e.notWith)) continue;
             return e;

@@ -36,7 +36,7 @@ public class CheckpointSurgeonTest {
                 .filter(o -> o.stateTotals().stream().anyMatch(t -> t.name().equals(STALE)))
                 .findFirst().orElseThrow();
         InspectReport.StateTotal t = source.stateTotals().stream().filter(x -> x.name().equals(STALE)).findFirst().orElseThrow();
-        assertEquals("UNION", t.mode());
+        assertEquals("UNION", t.mode().toString());
         assertEquals(source.parallelism(), t.handles());
         assertTrue(t.elements() > source.parallelism());
         assertTrue(t.bytes() > 0);

@@ -241,7 +241,7 @@ public class KeyedReportTest {
 
     @Test
     public void keyedAndOperatorStatesOfOneNameStayApartInDiffs() throws IOException {
-        InspectReport.StateInfo st = new InspectReport.StateInfo("s", "SPLIT_DISTRIBUTE", 3, 30, "", -1, 0, List.of());
+        InspectReport.StateInfo st = new InspectReport.StateInfo("s", InspectReport.Mode.SPLIT_DISTRIBUTE, 3, 30, "", -1, 0, List.of());
         InspectReport.OperatorStateHandleInfo h = new InspectReport.OperatorStateHandleInfo("OperatorStreamStateHandle",
                 "ByteStreamStateHandle", "", 30, true, 6, false, "", 10, List.of(st));
         InspectReport.OperatorInfo op = new InspectReport.OperatorInfo("0123456789abcdef0123456789abcdef", "", "u", 1,

@@ -68,7 +68,7 @@ final class HaListCommand extends BaseCommand {
             List<String> unions = new ArrayList<>();
             for (InspectReport.OperatorInfo op : r.operators()) {
                 for (InspectReport.StateTotal t : op.stateTotals()) {
-                    if (t.mode().equals("UNION")) unions.add(TextRenderer.unionState(op, t));
+                    if (t.mode() == InspectReport.Mode.UNION) unions.add(TextRenderer.unionState(op, t));
                 }
             }
             entries.add(new Entry(info, unions));

@@ -235,7 +235,7 @@ final class HtmlReport {
                     + "<th class=\"n\">bytes</th><th class=\"n\">subtasks</th><th style=\"width:22%\"></th></tr>\n");
             for (InspectReport.StateTotal t : totals) {
                 long d = distinct.getOrDefault(t.name(), -1L);
-                sb.append("<tr><td><b>").append(esc(t.name())).append("</b></td><td>").append(esc(t.mode()))
+                sb.append("<tr><td><b>").append(esc(t.name())).append("</b></td><td>").append(esc(t.mode().name()))
                         .append("</td><td class=\"n\">").append(count(t.elements())).append("</td><td class=\"n\">")
                         .append(d < 0 ? "?" : count(d)).append("</td><td class=\"n\">")
                         .append(t.bytes() < 0 ? "?" : InspectReport.formatBytes(t.bytes())).append("</td><td class=\"n\">")

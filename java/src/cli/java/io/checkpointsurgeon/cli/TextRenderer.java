@@ -61,7 +61,7 @@ final class TextRenderer {
             // "  %-40s %-16s %,12d %14s %8d%n"
             sb.append("  operator state                           mode                 elements          bytes subtasks").append(NL);
             for (InspectReport.StateTotal t : totals) {
-                padLeft(padRight(padRight(sb.append("  "), printable(t.name()), 40).append(' '), t.mode(), 16).append(' '),
+                padLeft(padRight(padRight(sb.append("  "), printable(t.name()), 40).append(' '), t.mode().name(), 16).append(' '),
                         InspectReport.grouped(t.elements()), 12).append(' ');
                 padLeft(padLeft(sb, t.bytes() < 0 ? "?" : InspectReport.grouped(t.bytes()), 14).append(' '),
                         Integer.toString(t.handles()), 8).append(NL);

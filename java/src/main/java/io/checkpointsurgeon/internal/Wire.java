@@ -388,7 +388,7 @@ final class Wire {
 
     private static InspectReport.StateInfo state(Reader r) {
         String name = r.str();
-        String mode = r.str();
+        InspectReport.Mode mode = InspectReport.Mode.valueOf(r.str());
         long elements = r.i64();
         long bytes = r.i64();
         String serializer = r.str();

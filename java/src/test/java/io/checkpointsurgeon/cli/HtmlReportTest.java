@@ -245,7 +245,7 @@ public class HtmlReportTest {
             if (version.equals("2.3.0")) assertTrue(text.contains("odd\\tuid ü"));
         }
         // markup in a state name and a uid stays text
-        InspectReport.StateInfo st = new InspectReport.StateInfo("<img src=x onerror=alert(1)>", "UNION", 3, 30, "", 1, 0, List.of());
+        InspectReport.StateInfo st = new InspectReport.StateInfo("<img src=x onerror=alert(1)>", InspectReport.Mode.UNION, 3, 30, "", 1, 0, List.of());
         InspectReport.OperatorStateHandleInfo h = new InspectReport.OperatorStateHandleInfo("OperatorStreamStateHandle",
                 "ByteStreamStateHandle", "inline", 40, true, 6, false, "", 10, List.of(st));
         InspectReport.OperatorInfo op = new InspectReport.OperatorInfo("0123456789abcdef0123456789abcdef", "</td><script>x",

@@ -79,7 +79,7 @@ public class WireSamplesTest {
         assertEquals(1, h.states().size());
         InspectReport.StateInfo st = h.states().get(0);
         assertEquals(prefix + ".state.name", st.name());
-        assertEquals(prefix + ".state.mode", st.mode());
+        assertEquals(InspectReport.Mode.BROADCAST, st.mode());
         assertEquals(prefix + " elements", base + 4, st.elements());
         assertEquals(prefix + " bytes", base + 5, st.bytes());
         assertEquals(prefix + ".state.serializer", st.serializer());
