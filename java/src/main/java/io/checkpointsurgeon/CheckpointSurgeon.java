@@ -334,7 +334,7 @@ public final class CheckpointSurgeon {
             pointers.put(e.getKey(), new java.util.AbstractMap.SimpleImmutableEntry<>(e.getValue().checkpointId(),
                     e.getValue().checkpointPath()));
         }
-        return Recovery.run(roots, pointers, java.util.Map.of());
+        return Recovery.run(roots, pointers);
     }
 
     /**
@@ -366,23 +366,13 @@ public final class CheckpointSurgeon {
      */
     public static RecoverReport recoverAt(List<String> roots, java.util.Map<String, HaFileInfo> haPointers,
                                           int parallelism) throws CheckpointSurgeonException {
-        return recoverAt(roots, haPointers, java.util.Map.of(), parallelism);
-    }
-
-    /**
-     * {@link #recoverAt(List, java.util.Map, int)}, naming in each broken pointer's repair the
-     * {@code ha remove-checkpoint} command of {@code removeCommands} (by pointer name) that removes it.
-     */
-    public static RecoverReport recoverAt(List<String> roots, java.util.Map<String, HaFileInfo> haPointers,
-                                          java.util.Map<String, String> removeCommands, int parallelism)
-            throws CheckpointSurgeonException {
         java.util.Map<String, java.util.Map.Entry<Long, String>> pointers = new java.util.LinkedHashMap<>();
         for (java.util.Map.Entry<String, HaFileInfo> e : haPointers.entrySet()) {
             pointers.put(e.getKey(), new java.util.AbstractMap.SimpleImmutableEntry<>(e.getValue().checkpointId(),
                     e.getValue().checkpointPath()));
         }
-        if (!onFlinkPaths(roots, List.of())) return Recovery.run(localPaths(roots), pointers, removeCommands);
-        return StoreRecovery.run(roots, pointers, removeCommands, parallelism);
+        if (!onFlinkPaths(roots, List.of())) return Recovery.run(localPaths(roots), pointers);
+        return StoreRecovery.run(roots, pointers, parallelism);
     }
 
     /** {@link #orphans} of local paths or Flink paths (all of one kind), listed {@code parallelism} requests at once. */

@@ -220,7 +220,7 @@ final class Orphans {
 
     /** The first lines of a deletion log. */
     static String header(Duration olderThan, OrphanReport r) {
-        return "# checkpoint-surgeon orphans --delete, " + Instant.now() + ", older than " + age(olderThan.toMillis())
+        return "# checkpoint-surgeon orphan deletion, " + Instant.now() + ", older than " + age(olderThan.toMillis())
                 + ", roots " + r.roots() + ", also referenced by " + r.alsoReferencedBy() + "\n# action\tsize\tmtime\tpath\n";
     }
 

@@ -101,16 +101,8 @@ public final class RecoverReport {
         private final String checkpoint;
         private final String problem;
         private final String repair;
-        private final String removeCommand;
 
         public HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String repair) {
-            this(pointer, checkpointId, checkpoint, problem, repair, null);
-        }
-
-        /** {@code removeCommand}: the {@code ha remove-checkpoint} command (without --apply) that removes it, or null. */
-        public HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String repair,
-                         String removeCommand) {
-            this.removeCommand = removeCommand;
             this.pointer = pointer;
             this.checkpointId = checkpointId;
             this.checkpoint = checkpoint;
@@ -134,13 +126,12 @@ public final class RecoverReport {
             return problem;
         }
 
+        /**
+         * How to take the pointer away, in Flink's terms; the CLI names its own {@code ha
+         * remove-checkpoint} command instead, built from the pointer and the HA options it was given.
+         */
         public String repair() {
             return repair;
-        }
-
-        /** The {@code ha remove-checkpoint} command (without --apply) that removes the pointer, or null. */
-        public String removeCommand() {
-            return removeCommand;
         }
     }
 

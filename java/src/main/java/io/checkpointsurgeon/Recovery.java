@@ -35,17 +35,17 @@ final class Recovery {
 
     /**
      * {@code pointers}: HA pointer (as named in the report) to the checkpoint path it names, with its
-     * id; {@code removeCommands}: per pointer, the {@code ha remove-checkpoint} command that removes it.
+     * id.
      */
-    static RecoverReport run(List<Path> roots, Map<String, Map.Entry<Long, String>> pointers,
-                             Map<String, String> removeCommands) throws CheckpointSurgeonException {
+    static RecoverReport run(List<Path> roots, Map<String, Map.Entry<Long, String>> pointers)
+            throws CheckpointSurgeonException {
         CheckpointScan scan = CheckpointScan.walk(roots);
         Map<Path, Path> realDirs = new HashMap<>();
         Walk<CheckpointScan.Metadata, Path> walk = newestFirst(scan.metadata, m -> m.dir, m -> m.dir,
                 m -> notExamined(uri(m.dir), m.id), m -> examine(m, realDirs));
         List<String> rootNames = new ArrayList<>();
         for (Path r : scan.roots) rootNames.add(r.toString());
-        return report(rootNames, walk.candidates, walk.best, pointers, removeCommands,
+        return report(rootNames, walk.candidates, walk.best, pointers,
                 target -> haProblem(target, walk, realDirs));
     }
 
@@ -56,23 +56,19 @@ final class Recovery {
 
     /** The report of candidates examined newest first, with the HA pointers {@code check} finds a problem with. */
     static RecoverReport report(List<String> roots, List<RecoverReport.Candidate> out, RecoverReport.Candidate best,
-                                Map<String, Map.Entry<Long, String>> pointers, Map<String, String> removeCommands,
-                                PointerCheck check) throws CheckpointSurgeonException {
+                                Map<String, Map.Entry<Long, String>> pointers, PointerCheck check) throws CheckpointSurgeonException {
         List<RecoverReport.HaPointer> broken = new ArrayList<>();
         for (Map.Entry<String, Map.Entry<Long, String>> p : pointers.entrySet()) {
             String target = p.getValue().getValue();
             long id = p.getValue().getKey();
             String problem = target == null ? "the pointer could not be read" : check.problem(target);
             if (problem == null) continue;
-            String command = removeCommands.get(p.getKey());
             // Flink retrieves every pointer of the job when a JobManager starts and restores the newest
             String repair = "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
-                    + " JobManager, then take the pointer away (its value and completedCheckpoint file are kept) with "
-                    + (command != null ? command + " --apply" : "checkpoint-surgeon ha remove-checkpoint --checkpoint-id "
-                    + id + " and the options of the cluster's ZooKeeper or Kubernetes HA")
+                    + " JobManager, then take the pointer away (its value and completedCheckpoint file are kept)"
                     + "; Flink then recovers from the newest checkpoint pointer left"
                     + (best == null ? "" : ", or with none left, start the job with -s " + best.path());
-            broken.add(new RecoverReport.HaPointer(p.getKey(), id, target, problem, repair, command));
+            broken.add(new RecoverReport.HaPointer(p.getKey(), id, target, problem, repair));
         }
         return new RecoverReport(roots, out, best == null ? null : best.path(),
                 best == null ? null : "execution.savepoint.path: " + best.path(),

@@ -18,13 +18,13 @@ final class StoreRecovery {
     private StoreRecovery() {}
 
     static RecoverReport run(List<String> roots, Map<String, Map.Entry<Long, String>> pointers,
-                             Map<String, String> removeCommands, int parallelism) throws CheckpointSurgeonException {
+                             int parallelism) throws CheckpointSurgeonException {
         try (StoreScan.Pool pool = new StoreScan.Pool(parallelism)) {
             StoreScan scan = StoreScan.list(roots, pool);
             Recovery.Walk<StoreScan.Meta, String> walk = Recovery.newestFirst(scan.metadata,
                     m -> FlinkFileSystems.normalize(m.dir), m -> m.dir, m -> Recovery.notExamined(m.dir, m.id),
                     m -> examine(m, pool));
-            return Recovery.report(scan.roots, walk.candidates, walk.best, pointers, removeCommands, target -> {
+            return Recovery.report(scan.roots, walk.candidates, walk.best, pointers, target -> {
                 if (!FlinkFileSystems.isRemote(target)) return null; // not under these roots
                 String dir = FlinkFileSystems.normalize(target);
                 if (dir.endsWith("/_metadata")) dir = StoreScan.parent(dir);

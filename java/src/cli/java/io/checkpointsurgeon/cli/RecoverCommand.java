@@ -77,9 +77,10 @@ final class RecoverCommand extends BaseCommand {
                 }
             }
         }
-        RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, removeCommands, parallelism);
+        RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, parallelism);
+        Shown shown = Shown.of(r, removeCommands);
         PrintWriter out = out();
-        out.print(json.json ? Json.write(r) : TextRenderer.recover(r));
+        out.print(json.json ? Json.write(shown) : TextRenderer.recover(r, shown.brokenHaPointers));
         out.flush();
         return r.newestRestorable() == null ? Cli.INVALID : r.newestRestores() ? Cli.OK : Cli.FINDINGS;
     }
@@ -105,5 +106,62 @@ final class RecoverCommand extends BaseCommand {
             b.append(" {--zookeeper-quorum HOSTS | --kubernetes} --cluster-id ID");
         }
         return b.toString();
+    }
+
+    /** The report as recover shows it (its JSON fields): each broken HA pointer with the command that removes it. */
+    static final class Shown {
+        private final List<String> roots;
+        private final List<RecoverReport.Candidate> candidates;
+        private final String newestRestorable;
+        private final String restoreConfig;
+        private final String restoreCommand;
+        final List<Pointer> brokenHaPointers;
+
+        private Shown(List<String> roots, List<RecoverReport.Candidate> candidates, String newestRestorable,
+                      String restoreConfig, String restoreCommand, List<Pointer> brokenHaPointers) {
+            this.roots = roots;
+            this.candidates = candidates;
+            this.newestRestorable = newestRestorable;
+            this.restoreConfig = restoreConfig;
+            this.restoreCommand = restoreCommand;
+            this.brokenHaPointers = brokenHaPointers;
+        }
+
+        /** {@code removeCommands}: per pointer name, its {@code ha remove-checkpoint} command without --apply. */
+        static Shown of(RecoverReport r, Map<String, String> removeCommands) {
+            List<Pointer> broken = new java.util.ArrayList<>();
+            for (RecoverReport.HaPointer p : r.brokenHaPointers()) {
+                String command = removeCommands.get(p.pointer());
+                // Flink retrieves every pointer of the job when a JobManager starts and restores the newest
+                String repair = "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
+                        + " JobManager, then take the pointer away (its value and completedCheckpoint file are kept)"
+                        + " with " + command + " --apply; Flink then recovers from the newest checkpoint pointer left"
+                        + (r.newestRestorable() == null ? "" : ", or with none left, start the job with -s "
+                        + r.newestRestorable());
+                broken.add(new Pointer(p.pointer(), p.checkpointId(), p.checkpoint(), p.problem(), repair, command));
+            }
+            return new Shown(r.roots(), r.candidates(), r.newestRestorable(), r.restoreConfig(), r.restoreCommand(),
+                    broken);
+        }
+    }
+
+    /** A broken HA pointer as recover shows it: {@link RecoverReport.HaPointer} with the CLI's repair command. */
+    static final class Pointer {
+        final String pointer;
+        final long checkpointId;
+        final String checkpoint;
+        final String problem;
+        final String repair;
+        private final String removeCommand;
+
+        private Pointer(String pointer, long checkpointId, String checkpoint, String problem, String repair,
+                        String removeCommand) {
+            this.pointer = pointer;
+            this.checkpointId = checkpointId;
+            this.checkpoint = checkpoint;
+            this.problem = problem;
+            this.repair = repair;
+            this.removeCommand = removeCommand;
+        }
     }
 }

@@ -747,7 +747,7 @@ final class TextRenderer {
     }
 
     /** {@code recover}: each checkpoint newest first with its verdict and reasons, how to restore, the broken HA pointers. */
-    static String recover(io.checkpointsurgeon.RecoverReport r) {
+    static String recover(io.checkpointsurgeon.RecoverReport r, List<RecoverCommand.Pointer> brokenHaPointers) {
         StringBuilder b = new StringBuilder();
         if (r.candidates().isEmpty()) {
             b.append("no checkpoint or savepoint (a directory with _metadata) under ").append(printable(r.roots())).append('\n');
@@ -783,10 +783,10 @@ final class TextRenderer {
                     .append("  command line:             flink run -s ").append(quote(r.newestRestorable()))
                     .append(" <job jar> <args>\n");
         }
-        for (io.checkpointsurgeon.RecoverReport.HaPointer p : r.brokenHaPointers()) {
+        for (RecoverCommand.Pointer p : brokenHaPointers) {
             b.append(String.format(Locale.ROOT, "%nHA pointer %s names checkpoint %d (%s), which does not restore: %s%n  %s%n",
-                    printable(p.pointer()), p.checkpointId(), printable(p.checkpoint()), printable(p.problem()),
-                    printable(p.repair())));
+                    printable(p.pointer), p.checkpointId, printable(p.checkpoint), printable(p.problem),
+                    printable(p.repair)));
         }
         return b.toString();
     }
