@@ -6,7 +6,7 @@
 #
 #   scripts/cli-output.sh JAR DIR                 writes the outputs of `java -jar JAR` into DIR
 #   scripts/cli-output.sh --compare REV [JAR]     builds REV's jar (git archive, gradle jar) under
-#                                                 /tmp/checkpoint-surgeon-cli-output/REV, runs both
+#                                                 $CLI_OUTPUT_TMP (default /tmp/checkpoint-surgeon-cli-output)/REV, runs both
 #                                                 (JAR: default build/libs/checkpoint-surgeon.jar)
 #                                                 and diffs; exit 1 on any difference
 #
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--compare" ]; then
     rev=${2:?usage: scripts/cli-output.sh --compare REV [JAR]}
     after_jar=${3:-build/libs/checkpoint-surgeon.jar}
-    base=/tmp/checkpoint-surgeon-cli-output
+    base=${CLI_OUTPUT_TMP:-/tmp/checkpoint-surgeon-cli-output}  # one per concurrent run
     before=$base/$rev
     if [ ! -f "$before/build/libs/checkpoint-surgeon.jar" ]; then
         rm -rf "$before" && mkdir -p "$before"
