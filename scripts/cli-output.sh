@@ -40,8 +40,9 @@ fi
 jar=${1:?usage: scripts/cli-output.sh JAR DIR}
 out=${2:?usage: scripts/cli-output.sh JAR DIR}
 mkdir -p "$out"
-# a fixed path: messages name it
-work=/tmp/checkpoint-surgeon-cli-output-run
+# fixed paths (messages name them), one set per $CLI_OUTPUT_TMP so that comparisons can run at once
+fixed=${CLI_OUTPUT_TMP:-/tmp/checkpoint-surgeon-cli-output}
+work=$fixed-run
 rm -rf "$work" && mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
@@ -119,7 +120,7 @@ run ha-list-without-flink ha list tests/fixtures/1.15.4/ha
 run ha-doctor-without-flink doctor tests/fixtures/1.15.4/ha
 
 # watch: one job directory (a fixed path, so that the output names it the same way every run)
-w=/tmp/checkpoint-surgeon-cli-output-watch
+w=$fixed-watch
 rm -rf "$w" && mkdir -p "$w/job-a" && cp -r tests/fixtures/1.20.3/stale-union-restore-0 "$w/job-a/chk-2"
 run watch-once watch --dir "$w" --once --on-finding "cat > $work/hook.json"
 cp "$work/hook.json" "$out/watch-hook.json"
