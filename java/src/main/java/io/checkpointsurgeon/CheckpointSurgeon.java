@@ -702,13 +702,54 @@ public final class CheckpointSurgeon {
             ERROR, WARNING
         }
 
+        /**
+         * What a finding is about: a stable name that scripts, alerts ({@code watch}'s hooks and
+         * metrics) and the README match on.
+         */
+        public enum Code {
+            /** Flink's own loader throws on {@code _metadata}. */
+            FLINK_REJECTS_METADATA,
+            /** A file {@code _metadata} references is not there. */
+            STATE_FILE_MISSING,
+            /** A referenced file lies outside the job's checkpoint directory. */
+            STATE_FILE_OUTSIDE_JOB_DIR,
+            /** A killed repair left files (an output without {@code _metadata}, a lock, a staged file). */
+            LEFTOVER_FILES,
+            /** Files under the checkpoint roots that no retained checkpoint references. */
+            ORPHAN_FILES,
+            /** {@code _metadata} near or over the RPC frame size. */
+            METADATA_SIZE,
+            /** A state stream that cannot be read as its meta info says. */
+            STATE_STREAM_UNREADABLE,
+            /** A union state that no current operator reads, re-snapshotted on every restore. */
+            STALE_UNION_STATE,
+            /** Inline (in {@code _metadata}) state near the inline limit. */
+            INLINE_STATE_NEAR_LIMIT,
+            /** A task's deployment payload near or over the RPC frame size. */
+            DEPLOYMENT_SIZE,
+            /** An operator state's serializer class is not on the classpath. */
+            SERIALIZER_CLASS_MISSING,
+            /** The largest keyed state has no TTL. */
+            LARGEST_KEYED_STATE_WITHOUT_TTL,
+            /** A keyed state a known connector or operator no longer registers. */
+            STALE_KEYED_STATE,
+            /** A keyed state's serializer class is not on the classpath. */
+            KEYED_SERIALIZER_CLASS_MISSING,
+            /** A state with a known connector's name and mode that is not that connector's. */
+            LOOK_ALIKE_STATE,
+            /** A known connector's state, with what it means for a restore. */
+            CONNECTOR_STATE,
+            /** A union state that grows by the parallelism from one checkpoint to the next. */
+            UNION_STATE_GROWS_BY_PARALLELISM
+        }
+
         private final Severity severity;
-        private final String code;
+        private final Code code;
         private final String message;
         private final Remedy fix;
         private final List<Remedy> alternatives;
 
-        public Finding(Severity severity, String code, String message, Remedy fix, List<Remedy> alternatives) {
+        public Finding(Severity severity, Code code, String message, Remedy fix, List<Remedy> alternatives) {
             this.severity = severity;
             this.code = code;
             this.message = message;
@@ -720,7 +761,7 @@ public final class CheckpointSurgeon {
             return severity;
         }
 
-        public String code() {
+        public Code code() {
             return code;
         }
 

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.CheckpointSurgeon.Finding.Code;
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.FlinkJudge;
 import io.checkpointsurgeon.flink.StateFile;
@@ -69,7 +70,7 @@ final class Doctor {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
             } catch (CheckpointSurgeonException e) {
-                out.add(new CheckpointSurgeon.Finding(ERROR, "FLINK_REJECTS_METADATA", "Flink " + FlinkJudge.flinkVersion()
+                out.add(new CheckpointSurgeon.Finding(ERROR, Code.FLINK_REJECTS_METADATA, "Flink " + FlinkJudge.flinkVersion()
                         + " cannot load this _metadata, so a restore from it fails: " + e.getMessage(),
                         CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
@@ -117,12 +118,12 @@ final class Doctor {
             }
         }
         if (!missing.isEmpty()) {
-            out.add(new CheckpointSurgeon.Finding(ERROR, "STATE_FILE_MISSING", String.format(Locale.ROOT,
+            out.add(new CheckpointSurgeon.Finding(ERROR, Code.STATE_FILE_MISSING, String.format(Locale.ROOT,
                     "%d state file(s) that _metadata references do not exist, so a restore fails: %s",
                     missing.size(), sample(missing)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
         if (!outside.isEmpty()) {
-            out.add(new CheckpointSurgeon.Finding(WARNING, "STATE_FILE_OUTSIDE_JOB_DIR", String.format(Locale.ROOT,
+            out.add(new CheckpointSurgeon.Finding(WARNING, Code.STATE_FILE_OUTSIDE_JOB_DIR, String.format(Locale.ROOT,
                     "%d state file(s) lie outside the job directory %s (copied or moved checkpoint?): %s",
                     outside.size(), jobDir, sample(outside)), CheckpointSurgeon.Remedy.inspect(true), List.of()));
         }
@@ -154,7 +155,7 @@ final class Doctor {
         if (found.isEmpty()) return;
         List<String> names = new ArrayList<>();
         for (Path p : found) names.add(p.getFileName().toString());
-        out.add(new CheckpointSurgeon.Finding(severity, "LEFTOVER_FILES", prefix + String.format(Locale.ROOT,
+        out.add(new CheckpointSurgeon.Finding(severity, Code.LEFTOVER_FILES, prefix + String.format(Locale.ROOT,
                 "%d file(s) in %s were left by a checkpoint-surgeon repair that was killed before its switch (or"
                         + " belong to one running there now): %s; no _metadata of the directory references them (a"
                         + " _metadata.backup-* among them is the live _metadata under a second name), so they are safe to"
@@ -177,7 +178,7 @@ final class Doctor {
             // older than deletion's floor only: a running job's checkpoint in progress is no orphan
             OrphanReport r = Orphans.report(List.of(jobDir), List.of(), Orphans.FLOOR);
             if (r.orphans().isEmpty()) return;
-            out.add(new CheckpointSurgeon.Finding(WARNING, "ORPHAN_FILES", String.format(Locale.ROOT,
+            out.add(new CheckpointSurgeon.Finding(WARNING, Code.ORPHAN_FILES, String.format(Locale.ROOT,
                     "%d file(s) older than an hour, %s, under %s are referenced by no retained checkpoint of this job (a job restored"
                             + " from it in NO_CLAIM or LEGACY mode may still use them: name its directory with"
                             + " --also-referenced-by)", r.orphans().size(), InspectReport.formatBytes(r.orphanBytes()),
@@ -208,7 +209,7 @@ final class Doctor {
     static List<CheckpointSurgeon.Finding> examine(InspectReport r, String path) {
         List<CheckpointSurgeon.Finding> out = new ArrayList<>();
         if (r.metadataBytes() > RPC_FRAME / 2) {
-            out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? ERROR : WARNING, "METADATA_SIZE",
+            out.add(new CheckpointSurgeon.Finding(r.metadataBytes() > RPC_FRAME ? ERROR : WARNING, Code.METADATA_SIZE,
                     "_metadata is " + InspectReport.formatBytes(r.metadataBytes()) + ", "
                             + (r.metadataBytes() > RPC_FRAME ? "over" : "over half of") + " the default RPC frame size of 10 MiB",
                     CheckpointSurgeon.Remedy.inspect(false), List.of()));
@@ -217,7 +218,7 @@ final class Doctor {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     if (h.streamError().isEmpty()) continue;
-                    out.add(new CheckpointSurgeon.Finding(ERROR, "STATE_STREAM_UNREADABLE", String.format(Locale.ROOT,
+                    out.add(new CheckpointSurgeon.Finding(ERROR, Code.STATE_STREAM_UNREADABLE, String.format(Locale.ROOT,
                             "the operator state of operator %s subtask %d cannot be read, so a restore fails: %s",
                             op.id(), s.index(), h.streamError()), CheckpointSurgeon.Remedy.inspect(true),
                             List.of()));
@@ -253,7 +254,7 @@ final class Doctor {
                     staleUnion.add(op.id() + "\u0000" + t.name());
                     // the incident's findings are built without String.format: its first use costs a
                     // just-started JVM ~20 ms (the locale's number symbols), most of a doctor's Java time
-                    out.add(new CheckpointSurgeon.Finding(ERROR, "STALE_UNION_STATE", "union state '" + t.name()
+                    out.add(new CheckpointSurgeon.Finding(ERROR, Code.STALE_UNION_STATE, "union state '" + t.name()
                             + "' of operator " + op.id() + " is identical in all " + copies.size()
                             + " subtasks and repeats its values (" + InspectReport.grouped(copies.get(0).elements())
                             + " elements per subtask, " + InspectReport.grouped(copies.get(0).distinctElements())
@@ -272,7 +273,7 @@ final class Doctor {
                     for (InspectReport.StateInfo x : h.states()) hasUnion |= x.mode() == InspectReport.Mode.UNION;
                     if (h.inline() && hasUnion) deployment += h.delegateSize();
                     if (h.inline() && h.delegateSize() > INLINE_MAX * 8 / 10) {
-                        out.add(new CheckpointSurgeon.Finding(WARNING, "INLINE_STATE_NEAR_LIMIT", String.format(Locale.ROOT,
+                        out.add(new CheckpointSurgeon.Finding(WARNING, Code.INLINE_STATE_NEAR_LIMIT, String.format(Locale.ROOT,
                                 "operator %s subtask %d keeps %s of state inline in _metadata (the inline maximum is 1 MiB)",
                                 op.id(), s.index(), InspectReport.formatBytes(h.delegateSize())), CheckpointSurgeon.Remedy.inspect(true),
                                 List.of()));
@@ -280,7 +281,7 @@ final class Doctor {
                 }
             }
             if (deployment > RPC_FRAME / 2) {
-                out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? ERROR : WARNING, "DEPLOYMENT_SIZE",
+                out.add(new CheckpointSurgeon.Finding(deployment > RPC_FRAME ? ERROR : WARNING, Code.DEPLOYMENT_SIZE,
                         "every subtask of operator " + op.id() + " receives about " + InspectReport.formatBytes(deployment)
                                 + " of union state handles on restore, " + (deployment > RPC_FRAME ? "over" : "over half of")
                                 + " the default RPC frame size of 10 MiB",
@@ -301,7 +302,7 @@ final class Doctor {
                                 Class.forName(c, false, cl);
                             } catch (ClassNotFoundException | LinkageError e) {
                                 missing.add(op.id() + c);
-                                out.add(new CheckpointSurgeon.Finding(ERROR, "SERIALIZER_CLASS_MISSING", String.format(
+                                out.add(new CheckpointSurgeon.Finding(ERROR, Code.SERIALIZER_CLASS_MISSING, String.format(
                                         Locale.ROOT, "state '%s' of operator %s needs serializer class %s, which is not on"
                                                 + " the classpath: a restore with this classpath fails", st.name(), op.id(), c),
                                         remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), st.name()),
@@ -345,7 +346,7 @@ final class Doctor {
                 || largest.backendStateType() == KeyedReport.BackendStateType.PRIORITY_QUEUE) {
             return;
         }
-        out.add(new CheckpointSurgeon.Finding(WARNING, "LARGEST_KEYED_STATE_WITHOUT_TTL", String.format(Locale.ROOT,
+        out.add(new CheckpointSurgeon.Finding(WARNING, Code.LARGEST_KEYED_STATE_WITHOUT_TTL, String.format(Locale.ROOT,
                 "keyed %s state '%s' of operator %s holds the largest share of the checkpoint (%.0f %% of %s: %,d"
                         + " entries, %s%s) and has no TTL: unless the job clears it, it grows with every new key,"
                         + " the usual unbounded growth. Give it a TTL (StateTtlConfig) or clear it in the job, and"
@@ -388,7 +389,7 @@ final class Doctor {
                 if (expected.contains(s.name()) || s.backendStateType() == KeyedReport.BackendStateType.PRIORITY_QUEUE) {
                     continue;
                 }
-                out.add(new CheckpointSurgeon.Finding(WARNING, "STALE_KEYED_STATE", String.format(Locale.ROOT,
+                out.add(new CheckpointSurgeon.Finding(WARNING, Code.STALE_KEYED_STATE, String.format(Locale.ROOT,
                         "keyed %s state '%s' of operator %s is in the checkpoint (%,d entries, %s) but the job no"
                                 + " longer registers it: Flink restores every state of the meta info and writes it"
                                 + " back on every checkpoint, heap and RocksDB alike, so it is carried forever."
@@ -408,7 +409,7 @@ final class Doctor {
                 for (KeyedReport.Serializer z : s.serializers()) {
                     for (String c : z.snapshot().allClasses()) {
                         if (c.startsWith("org.apache.flink.") && !flink || loads(c, cl) || !reported.add(c)) continue;
-                        out.add(new CheckpointSurgeon.Finding(ERROR, "KEYED_SERIALIZER_CLASS_MISSING",
+                        out.add(new CheckpointSurgeon.Finding(ERROR, Code.KEYED_SERIALIZER_CLASS_MISSING,
                                 String.format(Locale.ROOT, "keyed state '%s' of operator %s needs class %s (its %s is"
                                         + " %s), which the given class path cannot load: a restore with it fails"
                                         + " (ClassNotFoundException while the state's serializer is restored). Put"
@@ -444,14 +445,14 @@ final class Doctor {
                 if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
                 String lookAlike = StaleStates.lookAlike(e, op, t);
                 if (lookAlike != null) {
-                    out.add(new CheckpointSurgeon.Finding(WARNING, "LOOK_ALIKE_STATE", String.format(Locale.ROOT,
+                    out.add(new CheckpointSurgeon.Finding(WARNING, Code.LOOK_ALIKE_STATE, String.format(Locale.ROOT,
                             "operator %s holds %s state '%s' (%,d elements, %s): %s", op.id(), e.mode, t.name(),
                             t.elements(), t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
                             StaleStates.explainLookAlike(e, lookAlike)),
                             CheckpointSurgeon.Remedy.inspect(false), List.of()));
                     continue;
                 }
-                out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", "operator " + op.id() + " holds " + e.mode
+                out.add(new CheckpointSurgeon.Finding(WARNING, Code.CONNECTOR_STATE, "operator " + op.id() + " holds " + e.mode
                         + " state '" + t.name() + "' (" + InspectReport.grouped(t.elements()) + " elements, "
                         + (t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes())) + ") of " + StaleStates.explain(e),
                         e == StaleStates.KAFKA ? remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, op.id(), null)
@@ -462,7 +463,7 @@ final class Doctor {
             if (op.coordinatorStateBytes() >= StaleStates.CDC_MIN_BYTES
                     && StaleStates.cdcEnumerator(op.coordinatorHead(), op.coordinatorStateBytes())) {
                 StaleStates.Entry e = StaleStates.CDC;
-                out.add(new CheckpointSurgeon.Finding(WARNING, "CONNECTOR_STATE", String.format(Locale.ROOT,
+                out.add(new CheckpointSurgeon.Finding(WARNING, Code.CONNECTOR_STATE, String.format(Locale.ROOT,
                         "operator %s has %s of coordinator state laid out as %s of %s. Known: the layout of its"
                                 + " snapshot or hybrid state; a heuristic: that no other source writes it, and that"
                                 + " %s or more is bloat",

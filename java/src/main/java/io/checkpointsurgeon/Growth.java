@@ -512,7 +512,7 @@ public final class Growth {
 
     /** The finding of a union state multiplied by the parallelism from checkpoint to checkpoint. */
     static CheckpointSurgeon.Finding growsByParallelism(List<String> key, List<String> steps, long now) {
-        return new CheckpointSurgeon.Finding(CheckpointSurgeon.Finding.Severity.ERROR, "UNION_STATE_GROWS_BY_PARALLELISM", String.format(Locale.ROOT,
+        return new CheckpointSurgeon.Finding(CheckpointSurgeon.Finding.Severity.ERROR, CheckpointSurgeon.Finding.Code.UNION_STATE_GROWS_BY_PARALLELISM, String.format(Locale.ROOT,
                 "union state '%s' of operator %s is multiplied by the parallelism from checkpoint to checkpoint"
                         + " (%s): every subtask restores all of it and writes it back, so nothing reads it;"
                         + " it is %,d elements now and keeps multiplying on every restore",

@@ -25,8 +25,9 @@ final class Recovery {
      * The doctor's findings that make a restore fail. Not the others: a stale or growing union
      * state restores (and grows), a serializer class missing here may be in the job's jar.
      */
-    static final java.util.Set<String> RESTORE_FAILS = java.util.Set.of("FLINK_REJECTS_METADATA",
-            "STATE_STREAM_UNREADABLE", "METADATA_SIZE", "DEPLOYMENT_SIZE");
+    static final java.util.Set<CheckpointSurgeon.Finding.Code> RESTORE_FAILS = java.util.EnumSet.of(
+            CheckpointSurgeon.Finding.Code.FLINK_REJECTS_METADATA, CheckpointSurgeon.Finding.Code.STATE_STREAM_UNREADABLE,
+            CheckpointSurgeon.Finding.Code.METADATA_SIZE, CheckpointSurgeon.Finding.Code.DEPLOYMENT_SIZE);
 
     /** Reasons listed per checkpoint; the rest are counted. */
     static final int MAX_REASONS = 20;

@@ -65,7 +65,7 @@ final class StoreRecovery {
                 InspectReport r = CheckpointSurgeon.inspect(md, metadata, null);
                 for (CheckpointSurgeon.Finding f : Doctor.examine(r, metadata)) {
                     // the operator state streams in files are not read here (their size is checked below)
-                    if (f.code().equals("STATE_STREAM_UNREADABLE")) continue;
+                    if (f.code() == CheckpointSurgeon.Finding.Code.STATE_STREAM_UNREADABLE) continue;
                     if (f.severity() == CheckpointSurgeon.Finding.Severity.ERROR && Recovery.RESTORE_FAILS.contains(f.code())) {
                         reasons.add(new RecoverReport.Reason(metadata, f.code() + ": " + f.message()));
                     }

@@ -64,7 +64,7 @@ public class GrowthTest {
             assertEquals(List.of(2, 3, 3, 4), s.parallelism());
             assertEquals(1, h.findings().size());
             CheckpointSurgeon.Finding f = h.findings().get(0);
-            assertEquals("UNION_STATE_GROWS_BY_PARALLELISM", f.code());
+            assertEquals(CheckpointSurgeon.Finding.Code.UNION_STATE_GROWS_BY_PARALLELISM, f.code());
             assertEquals(STALE, f.fix().state());
             assertTrue(f.message(), f.message().contains("36 -> 144 (x4)"));
             // two checkpoints with one restore are not yet a pattern; the other states are not flagged
@@ -129,7 +129,7 @@ public class GrowthTest {
     static void assertFinding(List<CheckpointSurgeon.Finding> findings, String factor) {
         assertEquals(findings.toString(), 1, findings.size());
         CheckpointSurgeon.Finding f = findings.get(0);
-        assertEquals("UNION_STATE_GROWS_BY_PARALLELISM", f.code());
+        assertEquals(CheckpointSurgeon.Finding.Code.UNION_STATE_GROWS_BY_PARALLELISM, f.code());
         assertEquals(CheckpointSurgeon.Finding.Severity.ERROR, f.severity());
         assertEquals(STALE, f.fix().state());
         assertEquals(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, f.fix().operatorId(), STALE), f.alternatives().get(0));

@@ -93,7 +93,7 @@ public class KeyedReportTest {
                 KeyedReport k = CheckpointSurgeon.inspectKeyed(p);
                 List<CheckpointSurgeon.Finding> f = CheckpointSurgeon.doctorKeyed(r, k, V2_STATES, null);
                 assertEquals(v + " " + name + ": " + f, 1, f.size());
-                assertEquals("STALE_KEYED_STATE", f.get(0).code());
+                assertEquals(CheckpointSurgeon.Finding.Code.STALE_KEYED_STATE, f.get(0).code());
                 assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, f.get(0).severity());
                 assertTrue(f.get(0).message(), f.get(0).message().contains("'" + DROPPED + "'")
                         && f.get(0).message().contains("wait for remove-keyed-state"));
@@ -125,7 +125,7 @@ public class KeyedReportTest {
         KeyedReport.BackendStateType kv = KeyedReport.BackendStateType.KEY_VALUE;
         List<CheckpointSurgeon.Finding> f = CheckpointSurgeon.doctorKeyed(empty, oneState(2 << 20, false, kv), null, null);
         assertEquals(1, f.size());
-        assertEquals("LARGEST_KEYED_STATE_WITHOUT_TTL", f.get(0).code());
+        assertEquals(CheckpointSurgeon.Finding.Code.LARGEST_KEYED_STATE_WITHOUT_TTL, f.get(0).code());
         assertTrue(f.get(0).message(), f.get(0).message().contains("20,971 entries") && f.get(0).message().contains("100 %"));
         assertEquals(CheckpointSurgeon.Remedy.Action.INSPECT_KEYED, f.get(0).fix().action());
         assertEquals(List.of(), CheckpointSurgeon.doctorKeyed(empty, oneState(2 << 20, true, kv), null, null));
@@ -142,7 +142,7 @@ public class KeyedReportTest {
         // no Flink here: Flink's classes are not checked, the job's POJO is
         List<CheckpointSurgeon.Finding> f = CheckpointSurgeon.doctorKeyed(r, k, null, getClass().getClassLoader());
         assertEquals(f.toString(), 1, f.size());
-        assertEquals("KEYED_SERIALIZER_CLASS_MISSING", f.get(0).code());
+        assertEquals(CheckpointSurgeon.Finding.Code.KEYED_SERIALIZER_CLASS_MISSING, f.get(0).code());
         assertEquals(CheckpointSurgeon.Finding.Severity.ERROR, f.get(0).severity());
         assertTrue(f.get(0).message(), f.get(0).message().contains("'pojo-state'")
                 && f.get(0).message().contains("io.checkpointsurgeon.fixtures.KeyedStateJob$Reading"));

@@ -191,7 +191,7 @@ public class OrphansHostileTest {
         Path job = job();
         Files.write(job.resolve("shared").resolve("young"), new byte[7]);
         List<CheckpointSurgeon.Finding> found = CheckpointSurgeon.doctor(job.resolve("chk-7"));
-        List<CheckpointSurgeon.Finding> orphans = found.stream().filter(f -> f.code().equals("ORPHAN_FILES"))
+        List<CheckpointSurgeon.Finding> orphans = found.stream().filter(f -> f.code() == CheckpointSurgeon.Finding.Code.ORPHAN_FILES)
                 .collect(Collectors.toList());
         assertEquals(found.toString(), 1, orphans.size());
         assertTrue(orphans.get(0).message(), orphans.get(0).message().startsWith("1 file(s) older than an hour, 123 B,"));

@@ -19,7 +19,7 @@ import org.junit.Test;
 public class StaleStatesDoctorTest {
     static List<CheckpointSurgeon.Finding> doctor(String fixture, String code) throws Exception {
         return CheckpointSurgeon.doctor(CheckpointSurgeonTest.fixture(fixture)).stream()
-                .filter(f -> f.code().equals(code)).collect(Collectors.toList());
+                .filter(f -> f.code().name().equals(code)).collect(Collectors.toList());
     }
 
     @Test
@@ -67,7 +67,7 @@ public class StaleStatesDoctorTest {
     public void aStaleUnionInCompressedOperatorStateIsFoundToo() throws Exception {
         java.nio.file.Path fixture = CheckpointSurgeonTest.FIXTURES.resolve("1.18.1").resolve("stale-union-compressed");
         List<CheckpointSurgeon.Finding> stale = CheckpointSurgeon.doctor(fixture).stream()
-                .filter(f -> f.code().equals("STALE_UNION_STATE")).collect(Collectors.toList());
+                .filter(f -> f.code() == CheckpointSurgeon.Finding.Code.STALE_UNION_STATE).collect(Collectors.toList());
         assertEquals(stale.toString(), 1, stale.size());
         assertTrue(stale.get(0).message(), stale.get(0).message().contains("(12 elements per subtask, 4 distinct)"));
         assertEquals(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, stale.get(0).fix().operatorId(),
@@ -79,7 +79,7 @@ public class StaleStatesDoctorTest {
         CheckpointSurgeon.apply(fixture, Surgery.dedupeUnion(Surgery.OperatorSelector.id(stale.get(0).fix().operatorId()),
                 "topic-partition-offset-states"), out);
         List<CheckpointSurgeon.Finding> after = CheckpointSurgeon.doctor(out);
-        assertEquals(after.toString(), List.of("CONNECTOR_STATE"),
+        assertEquals(after.toString(), List.of(CheckpointSurgeon.Finding.Code.CONNECTOR_STATE),
                 after.stream().map(CheckpointSurgeon.Finding::code).collect(Collectors.toList()));
         assertTrue(after.get(0).message(), after.get(0).message().contains("(4 elements, size unknown)"));
     }

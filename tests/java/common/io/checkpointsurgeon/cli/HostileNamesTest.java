@@ -219,7 +219,7 @@ public class HostileNamesTest {
         findings.addAll(CheckpointSurgeon.doctorKeyed(ra, ka, List.of("only-this-one"), HostileNamesTest.class.getClassLoader()));
         findings.addAll(CheckpointSurgeon.doctorKeyed(rb, cut, null, null));
         for (String code : new String[] {"STALE_KEYED_STATE", "KEYED_SERIALIZER_CLASS_MISSING"}) {
-            assertTrue(code + " in " + findings, findings.stream().anyMatch(f -> f.code().equals(code)));
+            assertTrue(code + " in " + findings, findings.stream().anyMatch(f -> f.code().name().equals(code)));
         }
         assertTrue("notes of the cut files", cut.operators().stream().flatMap(o -> o.handles().stream())
                 .anyMatch(h -> h.error() != null || !h.notes().isEmpty()));

@@ -74,7 +74,7 @@ public class CdcEnumeratorStateTest {
         }).timeout(Duration.ofSeconds(120)).checkpointsAfterReady(1).stopWithSavepoint().run().orThrow().savepointPath();
 
         List<CheckpointSurgeon.Finding> found = CheckpointSurgeon.doctor(savepoint).stream()
-                .filter(f -> f.code().equals("CONNECTOR_STATE")).collect(Collectors.toList());
+                .filter(f -> f.code() == CheckpointSurgeon.Finding.Code.CONNECTOR_STATE).collect(Collectors.toList());
         assertEquals(found.toString(), 1, found.size());
         String m = found.get(0).message();
         assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, found.get(0).severity());

@@ -94,7 +94,7 @@ public class StaleStatesTest {
     }
 
     static List<CheckpointSurgeon.Finding> connectorFindings(Path savepoint) throws Exception {
-        return CheckpointSurgeon.doctor(savepoint).stream().filter(f -> f.code().equals("CONNECTOR_STATE"))
+        return CheckpointSurgeon.doctor(savepoint).stream().filter(f -> f.code() == CheckpointSurgeon.Finding.Code.CONNECTOR_STATE)
                 .collect(Collectors.toList());
     }
 

@@ -106,7 +106,7 @@ public class WatchPrometheusTest {
                     assertEquals(Long.valueOf(want), unionElements(run.checkpointPath()));
                     expected.add(want);
                     java.util.TreeSet<String> found = new java.util.TreeSet<>();
-                    CheckpointSurgeon.doctor(run.checkpointPath()).forEach(f -> found.add(f.code()));
+                    CheckpointSurgeon.doctor(run.checkpointPath()).forEach(f -> found.add(f.code().name()));
                     if (found.contains("STALE_UNION_STATE")) stale.add(jobIds.get(r));
                     codes.add(String.join(" ", found));
                     from = run.checkpointPath();

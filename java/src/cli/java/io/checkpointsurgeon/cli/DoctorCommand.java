@@ -212,7 +212,7 @@ final class DoctorCommand extends BaseCommand {
                 for (CheckpointSurgeon.Remedy r : f.alternatives()) alternatives.add(e.command.apply(r));
                 Map<String, Object> p = new LinkedHashMap<>();
                 p.put("severity", f.severity());
-                p.put("code", f.code());
+                p.put("code", f.code().name());
                 p.put("message", f.message());
                 p.put("fix", e.command.apply(f.fix()));
                 p.put("alternatives", alternatives);

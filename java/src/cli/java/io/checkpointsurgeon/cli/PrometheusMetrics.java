@@ -62,7 +62,7 @@ final class PrometheusMetrics {
                 families.get("checkpoint_surgeon_findings").add(j + ",severity=\"" + severity + "\"} " + n);
             }
             Map<String, CheckpointSurgeon.Finding.Severity> codes = new TreeMap<>();
-            for (CheckpointSurgeon.Finding f : job.findings) codes.putIfAbsent(f.code(), f.severity());
+            for (CheckpointSurgeon.Finding f : job.findings) codes.putIfAbsent(f.code().name(), f.severity());
             for (Map.Entry<String, CheckpointSurgeon.Finding.Severity> c : codes.entrySet()) {
                 families.get("checkpoint_surgeon_finding").add(j + ",code=\"" + label(c.getKey()) + "\",severity=\"" + c.getValue() + "\"} 1");
             }

@@ -394,7 +394,7 @@ final class TextRenderer {
         sb.append(printable(path)).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
                 .append(NL);
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append("  ").append(f.severity()).append(' ').append(printable(f.code())).append(": ").append(printable(f.message()))
+            sb.append("  ").append(f.severity()).append(' ').append(f.code()).append(": ").append(printable(f.message()))
                     .append(NL);
             String fix = command.apply(f.fix());
             if (!shown.add(fix)) {
@@ -426,7 +426,7 @@ final class TextRenderer {
     static String findings(List<CheckpointSurgeon.Finding> findings, String path) {
         StringBuilder sb = new StringBuilder();
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), printable(f.code()),
+            sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), f.code(),
                     printable(f.message()), printable(command(f.fix(), path))));
             for (CheckpointSurgeon.Remedy r : f.alternatives()) {
                 sb.append("  or:  ").append(printable(command(r, path))).append(NL);

@@ -195,7 +195,7 @@ public final class Watch implements AutoCloseable {
 
     private static TreeSet<String> codes(List<CheckpointSurgeon.Finding> findings) {
         TreeSet<String> s = new TreeSet<>();
-        for (CheckpointSurgeon.Finding f : findings) s.add(f.code());
+        for (CheckpointSurgeon.Finding f : findings) s.add(f.code().name());
         return s;
     }
 

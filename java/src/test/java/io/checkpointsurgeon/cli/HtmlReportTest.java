@@ -128,7 +128,7 @@ public class HtmlReportTest {
                 }
             }
             List<CheckpointSurgeon.Finding> found = CheckpointSurgeon.doctor(cp);
-            for (CheckpointSurgeon.Finding f : found) assertTrue(f.code(), dom.contains(f.code()));
+            for (CheckpointSurgeon.Finding f : found) assertTrue(f.code().name(), dom.contains(f.code().name()));
             if (found.isEmpty()) assertTrue(dom.contains("found nothing wrong"));
             findings += found.size();
         }
