@@ -100,14 +100,15 @@ public final class RecoverReport {
         private final long checkpointId;
         private final String checkpoint;
         private final String problem;
-        private final String repair;
+        private final String restoreFrom;
 
-        public HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String repair) {
+        /** {@code restoreFrom}: the report's newest restorable checkpoint, or null. */
+        HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String restoreFrom) {
             this.pointer = pointer;
             this.checkpointId = checkpointId;
             this.checkpoint = checkpoint;
             this.problem = problem;
-            this.repair = repair;
+            this.restoreFrom = restoreFrom;
         }
 
         public String pointer() {
@@ -126,12 +127,23 @@ public final class RecoverReport {
             return problem;
         }
 
-        /**
-         * How to take the pointer away, in Flink's terms; the CLI names its own {@code ha
-         * remove-checkpoint} command instead, built from the pointer and the HA options it was given.
-         */
+        /** How to take the pointer away, in Flink's terms. */
         public String repair() {
-            return repair;
+            return repair(null);
+        }
+
+        /**
+         * {@link #repair()} naming {@code with}, the caller's own means of removing the pointer (the
+         * CLI's command, rendered from {@link io.checkpointsurgeon.flink.PointerRemoval.Target}), or
+         * without it when null.
+         */
+        public String repair(String with) {
+            // Flink retrieves every pointer of the job when a JobManager starts and restores the newest
+            return "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
+                    + " JobManager, then take the pointer away (its value and completedCheckpoint file are kept)"
+                    + (with == null ? "" : " with " + with)
+                    + "; Flink then recovers from the newest checkpoint pointer left"
+                    + (restoreFrom == null ? "" : ", or with none left, start the job with -s " + restoreFrom);
         }
     }
 

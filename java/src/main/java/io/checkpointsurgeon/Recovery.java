@@ -64,12 +64,7 @@ final class Recovery {
             long id = p.getValue().getKey();
             String problem = target == null ? "the pointer could not be read" : check.problem(target);
             if (problem == null) continue;
-            // Flink retrieves every pointer of the job when a JobManager starts and restores the newest
-            String repair = "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
-                    + " JobManager, then take the pointer away (its value and completedCheckpoint file are kept)"
-                    + "; Flink then recovers from the newest checkpoint pointer left"
-                    + (best == null ? "" : ", or with none left, start the job with -s " + best.path());
-            broken.add(new RecoverReport.HaPointer(p.getKey(), id, target, problem, repair));
+            broken.add(new RecoverReport.HaPointer(p.getKey(), id, target, problem, best == null ? null : best.path()));
         }
         return new RecoverReport(roots, out, best == null ? null : best.path(),
                 best == null ? null : "execution.savepoint.path: " + best.path(),

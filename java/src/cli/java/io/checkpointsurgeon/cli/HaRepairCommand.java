@@ -3,8 +3,8 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Surgery;
+import io.checkpointsurgeon.flink.HaStore;
 import io.checkpointsurgeon.flink.KubernetesHa;
-import io.checkpointsurgeon.flink.ZooKeeperLeader;
 import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -69,18 +69,13 @@ final class HaRepairCommand extends BaseCommand {
         }
         String leader = null;
         List<KubernetesHa.Pointer> pointers = null;
-        try (KubernetesHa ha = k8s.connect(spec)) {
-            if (ha != null) {
-                if (apply) leader = ha.liveLeader();
-                pointers = ha.checkpointPointers();
-            }
-        }
-        if (apply && zookeeperQuorum != null) {
-            leader = ZooKeeperLeader.liveLeader(zookeeperQuorum, zookeeperRoot,
-                    k8s.clusterId == null ? "default" : k8s.clusterId);
+        try (HaStore store = k8s.store(spec, zookeeperQuorum, zookeeperRoot)) {
+            if (store != null && apply) leader = store.liveLeader();
+            // ZooKeeper serves the leader check only; the ConfigMaps' pointers also choose the files (README: HA repair)
+            if (store != null && store.isKubernetes()) pointers = store.checkpointPointers();
         }
         if (apply) refuseWhileLeading(leader, force, err(), "repairing their HA files");
-        if (leader == null && apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
+        if (apply && !force && zookeeperQuorum == null && !k8s.kubernetes) {
             err().println(TextRenderer.leadershipNotChecked());
         }
         Surgery s = surgery();

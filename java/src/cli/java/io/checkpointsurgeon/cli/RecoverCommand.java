@@ -5,6 +5,7 @@ import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.RecoverReport;
 import io.checkpointsurgeon.flink.HaStore;
 import io.checkpointsurgeon.flink.KubernetesHa;
+import io.checkpointsurgeon.flink.PointerRemoval;
 import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -60,20 +61,19 @@ final class RecoverCommand extends BaseCommand {
         if (parallelism < 1 || parallelism > 256) throw usage("--list-parallelism: 1 to 256, found " + parallelism);
         for (String p : roots) fs.apply(p);
         Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
-        Map<String, String> removeCommands = new LinkedHashMap<>();
         if (haDir != null) {
-            for (Path f : CheckpointSurgeon.haFiles(haDir)) {
-                CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
-                pointers.put(f.toString(), info);
-                removeCommands.put(f.toString(), removeCommand(info.checkpointId(), info.jobId()));
-            }
+            for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
         }
+        Map<String, String> removeCommands = new LinkedHashMap<>();
         try (HaStore store = k8s.store(spec, zookeeperQuorum, zookeeperRoot)) {
+            for (Map.Entry<String, CheckpointSurgeon.HaFileInfo> e : pointers.entrySet()) {
+                removeCommands.put(e.getKey(), removeCommand(store == null ? PointerRemoval.Target.of(e.getValue())
+                        : store.target(e.getValue())));
+            }
             if (store != null) {
                 for (Map.Entry<String, KubernetesHa.Pointer> e : store.pointersToLocalFiles().entrySet()) {
-                    KubernetesHa.Pointer p = e.getValue();
-                    pointers.put(e.getKey(), CheckpointSurgeon.haFileInfo(p.file));
-                    removeCommands.put(e.getKey(), removeCommand(p.checkpointId, p.jobId));
+                    pointers.put(e.getKey(), CheckpointSurgeon.haFileInfo(e.getValue().file));
+                    removeCommands.put(e.getKey(), removeCommand(store.target(e.getValue())));
                 }
             }
         }
@@ -86,22 +86,21 @@ final class RecoverCommand extends BaseCommand {
     }
 
     /**
-     * The {@code ha remove-checkpoint} command (without --apply) that removes a pointer, with the HA
+     * The {@code ha remove-checkpoint} command (without --apply) that takes {@code t} away, with the HA
      * options this run was given; with --ha-dir alone, the store's options are left to fill in.
      */
-    private String removeCommand(long id, String job) {
-        StringBuilder b = new StringBuilder("checkpoint-surgeon ha remove-checkpoint --checkpoint-id ").append(id);
-        if (job != null) b.append(" --job-id ").append(TextRenderer.quote(job));
-        String clusterId = k8s.clusterId == null ? "default" : k8s.clusterId;
-        if (zookeeperQuorum != null) {
+    private String removeCommand(PointerRemoval.Target t) {
+        StringBuilder b = new StringBuilder("checkpoint-surgeon ha remove-checkpoint --checkpoint-id ").append(t.checkpointId);
+        if (t.jobId != null) b.append(" --job-id ").append(TextRenderer.quote(t.jobId));
+        if (t.store == PointerRemoval.Target.Store.ZOOKEEPER) {
             b.append(" --zookeeper-quorum ").append(TextRenderer.quote(zookeeperQuorum));
             if (!zookeeperRoot.equals("/flink")) b.append(" --zookeeper-root ").append(TextRenderer.quote(zookeeperRoot));
-            b.append(" --cluster-id ").append(TextRenderer.quote(clusterId));
-        } else if (k8s.kubernetes) {
+            b.append(" --cluster-id ").append(TextRenderer.quote(t.clusterId));
+        } else if (t.store == PointerRemoval.Target.Store.KUBERNETES) {
             b.append(" --kubernetes");
             if (k8s.kubeconfig != null) b.append(" --kubeconfig ").append(TextRenderer.quote(k8s.kubeconfig.toString()));
             if (k8s.namespace != null) b.append(" --namespace ").append(TextRenderer.quote(k8s.namespace));
-            b.append(" --cluster-id ").append(TextRenderer.quote(clusterId));
+            b.append(" --cluster-id ").append(TextRenderer.quote(t.clusterId));
         } else {
             b.append(" {--zookeeper-quorum HOSTS | --kubernetes} --cluster-id ID");
         }
@@ -132,13 +131,8 @@ final class RecoverCommand extends BaseCommand {
             List<Pointer> broken = new java.util.ArrayList<>();
             for (RecoverReport.HaPointer p : r.brokenHaPointers()) {
                 String command = removeCommands.get(p.pointer());
-                // Flink retrieves every pointer of the job when a JobManager starts and restores the newest
-                String repair = "Flink recovers from this pointer before it reads execution.savepoint.path: stop the"
-                        + " JobManager, then take the pointer away (its value and completedCheckpoint file are kept)"
-                        + " with " + command + " --apply; Flink then recovers from the newest checkpoint pointer left"
-                        + (r.newestRestorable() == null ? "" : ", or with none left, start the job with -s "
-                        + r.newestRestorable());
-                broken.add(new Pointer(p.pointer(), p.checkpointId(), p.checkpoint(), p.problem(), repair, command));
+                broken.add(new Pointer(p.pointer(), p.checkpointId(), p.checkpoint(), p.problem(),
+                        p.repair(command + " --apply"), command));
             }
             return new Shown(r.roots(), r.candidates(), r.newestRestorable(), r.restoreConfig(), r.restoreCommand(),
                     broken);

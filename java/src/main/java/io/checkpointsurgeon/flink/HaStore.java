@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.flink;
 
+import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import java.nio.file.Files;
 import java.util.LinkedHashMap;
@@ -74,6 +75,20 @@ public final class HaStore implements AutoCloseable {
     /** The pointer as the store names it: {@code ConfigMap <map> <key>} or {@code ZooKeeper node <job node>/<key>}. */
     public String name(KubernetesHa.Pointer p) {
         return kubernetes != null ? "ConfigMap " + p.configMap + " " + p.key : "ZooKeeper node " + p.configMap + "/" + p.key;
+    }
+
+    /** How to take {@code p} away from this store. */
+    public PointerRemoval.Target target(KubernetesHa.Pointer p) {
+        return new PointerRemoval.Target(kind(), clusterId, p.jobId, p.checkpointId, name(p), p.file);
+    }
+
+    /** How to take away the pointer of this store that names the completedCheckpoint file {@code info}. */
+    public PointerRemoval.Target target(CheckpointSurgeon.HaFileInfo info) {
+        return new PointerRemoval.Target(kind(), clusterId, info.jobId(), info.checkpointId(), null, info.file());
+    }
+
+    private PointerRemoval.Target.Store kind() {
+        return kubernetes != null ? PointerRemoval.Target.Store.KUBERNETES : PointerRemoval.Target.Store.ZOOKEEPER;
     }
 
     /** What the store's pointers are, in the plural: for messages that find none. */

@@ -34,6 +34,41 @@ public final class PointerRemoval {
 
     private PointerRemoval() {}
 
+    /**
+     * Which pointer to take away and where it is kept, for a caller that names the removal in its
+     * own terms (the CLI renders its command from it): {@link HaStore#target}.
+     */
+    public static final class Target {
+        /** The kinds of store a cluster keeps its checkpoint pointers in. */
+        public enum Store { ZOOKEEPER, KUBERNETES }
+
+        /** The store that holds the pointer, or null when it is not known (an HA directory's file alone). */
+        public final Store store;
+        /** The cluster's id in {@link #store}, or null with it. */
+        public final String clusterId;
+        /** The job the pointer is of, or null when not known. */
+        public final String jobId;
+        public final long checkpointId;
+        /** The pointer as its store names it ({@link HaStore#name}), or null when only its file is known. */
+        public final String name;
+        /** Its completedCheckpoint file, or null when not local. */
+        public final Path file;
+
+        Target(Store store, String clusterId, String jobId, long checkpointId, String name, Path file) {
+            this.store = store;
+            this.clusterId = clusterId;
+            this.jobId = jobId;
+            this.checkpointId = checkpointId;
+            this.name = name;
+            this.file = file;
+        }
+
+        /** The pointer to the completedCheckpoint file {@code info} in a store not known. */
+        public static Target of(CheckpointSurgeon.HaFileInfo info) {
+            return new Target(null, null, info.jobId(), info.checkpointId(), null, info.file());
+        }
+    }
+
     /** What removing one pointer would do, examined before anything changes. */
     public static final class Plan {
         /** The pointer to remove, as read (its version and exact value). */

@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.flink.StateFile;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -62,6 +63,19 @@ final class MovedCheckpoint {
             if (placed(p, jobDir, mirrors) || placed(p, dir, mirrors)) moved++;
         }
         return mirrors.isEmpty() ? null : new MovedCheckpoint(mirrors, metadata, moved);
+    }
+
+    /**
+     * Whether a read of the checkpoint left a handle unread or noted (a moved checkpoint's files are
+     * refused as outside its job directory): only then is {@link #of} worth its listing of the files.
+     */
+    static boolean refusedSome(KeyedReport r) {
+        for (KeyedReport.Operator op : r.operators()) {
+            for (KeyedReport.Handle h : op.handles()) {
+                if (h.error() != null || !h.notes().isEmpty()) return true;
+            }
+        }
+        return false;
     }
 
     /** Whether the last components of {@code p} (the fewest that do) name a file of {@code to}; then {@code mirrors} maps the rest. */

@@ -48,15 +48,23 @@ public final class Native {
      */
     static final int REMOTE_THREADS = 8;
 
-    /** The keyed-state report of a local checkpoint, read with one thread per core. */
+    /**
+     * The keyed-state report of a local checkpoint, read with one thread per core. A moved
+     * checkpoint's files are refused on the first read; only then are its files listed and the
+     * moved ones read again at their places here.
+     */
     public static KeyedReport inspectKeyed(Path checkpoint, ProgressListener progress) throws CheckpointSurgeonException {
-        NativeBridge.ensureLoaded();
         byte[] source = Wire.source(checkpoint);
+        KeyedReport r = inspectKeyed(source, progress);
+        if (!MovedCheckpoint.refusedSome(r)) return r;
         MovedCheckpoint moved = MovedCheckpoint.of(checkpoint, stateFiles(source));
-        if (moved != null) {
-            source = moved.source();
-            progress.message("keyed state of " + checkpoint + ": " + moved.note());
-        }
+        if (moved == null) return r;
+        progress.message("keyed state of " + checkpoint + ": " + moved.note());
+        return inspectKeyed(moved.source(), progress);
+    }
+
+    private static KeyedReport inspectKeyed(byte[] source, ProgressListener progress) throws CheckpointSurgeonException {
+        NativeBridge.ensureLoaded();
         return Wire.keyedReport(NativeBridge.inspectKeyed(source, null, new KeyedReads(null, progress),
                 Runtime.getRuntime().availableProcessors()));
     }
