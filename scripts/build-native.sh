@@ -30,6 +30,8 @@ fi
 for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
     cargo-zigbuild zigbuild --release -p checkpoint-surgeon --target "$target.2.17"
 done
+# The Java tests' test-only natives (NativeTesting), a library of their own that no jar carries.
+cargo-zigbuild zigbuild --release -p checkpoint-surgeon-testing --target x86_64-unknown-linux-gnu.2.17
 
 if [ "${1:-}" = "--test-aarch64" ]; then
     if ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then

@@ -1,6 +1,7 @@
 //! The JNI bridge: every `extern "system"` export of the library (the natives of
-//! `io.checkpointsurgeon.internal.NativeBridge`), each a few lines around one call of the plain Rust API;
-//! the test-only exports are in [`testing`], for a class of the Java test source set.
+//! `io.checkpointsurgeon.internal.NativeBridge`), each a few lines around one call of the plain Rust API.
+//! The frame of an export ([`export`], [`ToJava`], the argument readers) is public for the test-only
+//! exports, which live in a library of their own (`native/testing`) so that this one ships none.
 //! Arguments and results are [`crate::wire`] payloads. Errors and panics become
 //! `CheckpointSurgeonException(Code, message)`, built with the class, constructor and `Code`
 //! constants cached once; never an abort of the JVM.
@@ -22,18 +23,16 @@ use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue};
 use once_cell::sync::OnceCell;
 use std::path::Path;
 
-mod testing;
-
 /// Errors of the bridge itself: the crate's errors plus JNI failures.
 #[derive(Debug, thiserror::Error)]
-enum BridgeError {
+pub enum BridgeError {
     #[error(transparent)]
     Surgeon(#[from] Error),
     #[error("JNI: {0}")]
     Jni(#[from] jni::errors::Error),
 }
 
-type Result<T> = std::result::Result<T, BridgeError>;
+pub type Result<T> = std::result::Result<T, BridgeError>;
 
 /// The Java exception class, its `(Code, String)` constructor and every `Code` constant, in
 /// [`Code::ALL`] order: looked up once, on the first error.
@@ -152,7 +151,7 @@ impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowSurgeonException {
 
 /// A value an export hands back to Java: bytes as a `byte[]`, text as a `String` (`None`: null),
 /// a `long`, or nothing.
-trait ToJava<'l> {
+pub trait ToJava<'l> {
     type Java: Default + 'l;
     fn to_java(self, env: &mut Env<'l>) -> Result<Self::Java>;
 }
@@ -197,7 +196,7 @@ impl<'l> ToJava<'l> for () {
 
 /// The frame of every export: runs `body`, hands its value to Java, and turns an error or a panic
 /// into the same `CheckpointSurgeonException` ([`ThrowSurgeonException`]) whatever the export.
-fn export<'l, T: ToJava<'l>>(
+pub fn export<'l, T: ToJava<'l>>(
     mut unowned: EnvUnowned<'l>,
     body: impl FnOnce(&mut Env<'l>) -> Result<T>,
 ) -> T::Java {
@@ -206,7 +205,7 @@ fn export<'l, T: ToJava<'l>>(
         .resolve::<ThrowSurgeonException>()
 }
 
-fn bytes_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<Bytes> {
+pub fn bytes_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<Bytes> {
     Ok(Bytes::from(env.convert_byte_array(a)?))
 }
 
@@ -215,7 +214,7 @@ fn metadata_arg(env: &Env<'_>, a: &JByteArray<'_>) -> Result<metadata::Checkpoin
     Ok(metadata::parse(bytes_arg(env, a)?).map_err(|e| e.in_file("<bytes>"))?)
 }
 
-fn string_arg(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
+pub fn string_arg(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
     if s.is_null() {
         return Ok(None);
     }

@@ -18,6 +18,7 @@ pub mod report;
 pub mod surgery;
 pub mod wire;
 
-mod bridge;
+#[doc(hidden)] // public for the test-only exports of native/testing, not an API
+pub mod bridge;
 
 pub use error::{Code, Error, Result};

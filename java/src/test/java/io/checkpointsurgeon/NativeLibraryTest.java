@@ -1,6 +1,7 @@
 package io.checkpointsurgeon;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
 import java.io.InputStream;
@@ -19,7 +20,8 @@ import org.junit.Test;
 /**
  * The jar ships a native library for linux-x86_64 and linux-aarch64, and neither needs a glibc
  * symbol newer than 2.17 (read from the dynamic symbol table with binutils' objdump), so the jar
- * loads on Debian 9+, Ubuntu 14.04+, RHEL/CentOS 7+ and Amazon Linux 2.
+ * loads on Debian 9+, Ubuntu 14.04+, RHEL/CentOS 7+ and Amazon Linux 2; neither exports a test-only
+ * native.
  */
 public class NativeLibraryTest {
     @Test
@@ -37,6 +39,8 @@ public class NativeLibraryTest {
                 String symbols = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 assertEquals(symbols, 0, p.waitFor());
                 assertTrue(platform + ": " + symbols, symbols.contains("Java_io_checkpointsurgeon_internal_NativeBridge_plan"));
+                // the test-only exports (NativeTesting: a deliberate panic, wire echo) are a library of their own
+                assertFalse(platform + " ships test-only exports: " + symbols, symbols.contains("NativeTesting"));
                 List<String> newer = new ArrayList<>();
                 int[] max = {0, 0};
                 Matcher m = Pattern.compile("GLIBC_(\\d+)\\.(\\d+)").matcher(symbols);
@@ -49,6 +53,22 @@ public class NativeLibraryTest {
                 assertEquals(platform + " needs glibc symbols newer than 2.17", List.of(), newer);
             }
         }
+    }
+
+    /**
+     * The tests' own library (NativeTesting's natives) exports those only: were it to export the
+     * production exports it links in, the JVM could bind a NativeBridge native to its copy, whose
+     * state (directory locks, cached classes) is not the production library's.
+     */
+    @Test
+    public void theTestLibraryExportsOnlyTheTestNatives() throws Exception {
+        String lib = System.getProperty("checkpointsurgeon.testing.library");
+        assertTrue("no -Dcheckpointsurgeon.testing.library", lib != null);
+        Process p = new ProcessBuilder("objdump", "-T", lib).redirectErrorStream(true).start();
+        String symbols = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(symbols, 0, p.waitFor());
+        assertTrue(symbols, symbols.contains("Java_io_checkpointsurgeon_internal_NativeTesting_wireEcho"));
+        assertFalse(symbols, symbols.contains("NativeBridge"));
     }
 
     /** Every class of the library and CLI is Java 11 bytecode (class file major version 55 or less). */

@@ -16,7 +16,8 @@ import java.util.Locale;
  * library. Not API: only {@link Native} calls these. The library is taken from the system property
  * {@value #LIBRARY_PROPERTY} when it is set, otherwise from this jar's {@code /native/<os>-<arch>/}
  * resource, extracted to a temporary file and loaded once. The test-only natives are declared by
- * {@code NativeTesting} in the test source set.
+ * {@code NativeTesting} in the test source set and built into a library of their own
+ * ({@code native/testing}) that no jar carries.
  */
 final class NativeBridge {
     static final String LIBRARY_PROPERTY = "checkpointsurgeon.library";

@@ -3,17 +3,23 @@ package io.checkpointsurgeon.internal;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 
 /**
- * The test-only natives ({@code native/src/bridge/testing.rs}), declared here in the test source
- * set so that no production class carries them. They bind to the library {@link NativeBridge}
- * loads (same class loader), so loading it comes first.
+ * The test-only natives ({@code native/testing}), declared here in the test source set and built
+ * into a library of their own (the build names it in {@value #LIBRARY}), so that neither a
+ * production class nor the shipped library carries them. The production library is loaded first:
+ * the tests exercise it, and its version check runs.
  */
 final class NativeTesting {
+    static final String LIBRARY = "checkpointsurgeon.testing.library";
+
     static {
         try {
             NativeBridge.ensureLoaded();
         } catch (CheckpointSurgeonException e) {
             throw new ExceptionInInitializerError(e);
         }
+        String path = System.getProperty(LIBRARY);
+        if (path == null) throw new ExceptionInInitializerError("no -D" + LIBRARY + " (run the tests with gradle)");
+        System.load(path);
     }
 
     private NativeTesting() {}

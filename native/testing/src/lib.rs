@@ -1,10 +1,10 @@
-//! The test-only exports: the natives of `io.checkpointsurgeon.internal.NativeTesting`, a class
-//! of the Java test source set, so no production class declares them. They ship in the library
-//! (the tests load the jar's own build) but no production code calls them.
+//! The test-only exports: the natives of `io.checkpointsurgeon.internal.NativeTesting`, a class of
+//! the Java test source set, in a library of their own that the tests load beside the jar's, so the
+//! shipped library has none (no `panicForTesting` in production). Each runs the production export
+//! frame (`checkpoint_surgeon::bridge::export`) around the crate's own code.
 
-use super::{bytes_arg, export, string_arg, Result};
-use crate::error::Code;
-use crate::wire;
+use checkpoint_surgeon::bridge::{bytes_arg, export, string_arg, Result};
+use checkpoint_surgeon::{wire, Code};
 use jni::objects::{JByteArray, JClass, JString};
 use jni::EnvUnowned;
 
