@@ -2,7 +2,9 @@
 # The CLI's output as a set of files, to show that a change leaves it byte-identical: `--help` of
 # every command, `inspect` (text, --json, --subtasks, --html), `doctor` (text, --json), plans of
 # every surgery (text and --json), `diff`, `history` (text, --json, --svg, --html), `watch --once`
-# with its hook's input, and usage errors, on fixtures of Flink 1.15.4, 1.20.3 and 2.3.0.
+# with its hook's input, usage errors, and the errors, findings and blockers that name an option or
+# command (--older-than, --in-place, --output, --on-flink, --plugins, ...), on fixtures of Flink
+# 1.15.4, 1.20.3 and 2.3.0.
 #
 #   scripts/cli-output.sh JAR DIR                 writes the outputs of `java -jar JAR` into DIR
 #   scripts/cli-output.sh --compare REV [JAR]     builds REV's jar (git archive, gradle jar) under
@@ -26,6 +28,8 @@ if [ "${1:-}" = "--compare" ]; then
         (cd "$before" && gradle --no-daemon -q jar >&2) || exit 1
     fi
     rm -rf "$base/out-before" "$base/out-after"
+    # both runs work in one directory of this comparison: outputs name it, other comparisons keep theirs
+    export CLI_OUTPUT_RUN=$base/run
     "$0" "$before/build/libs/checkpoint-surgeon.jar" "$base/out-before" || exit 1
     "$0" "$after_jar" "$base/out-after" || exit 1
     n=$(ls "$base/out-after" | wc -l)
@@ -118,6 +122,27 @@ done
 
 run ha-list-without-flink ha list tests/fixtures/1.15.4/ha
 run ha-doctor-without-flink doctor tests/fixtures/1.15.4/ha
+
+# what names a choice of the caller (the library a Choice, the CLI its option or command)
+j=$work/job
+mkdir -p "$j/shared" "$j/chk-2" && cp -r tests/fixtures/1.20.3/stale-union "$j/chk-1"
+echo orphan >"$j/shared/left-over" && touch -d '2020-01-01 00:00:00 UTC' "$j/shared/left-over"
+run orphans-doctor doctor "$j/chk-1"
+run orphans-doctor-json doctor "$j/chk-1" --json
+run orphans-blocker orphans "$j" --older-than 3h
+run orphans-blocker-json orphans "$j" --older-than 3h --json
+sed -i 's/ changed [0-9]*s ago, / changed Ns ago, /' "$out/orphans-blocker" "$out/orphans-blocker-json"
+run orphans-delete-young orphans "$j" --delete --older-than 5m
+cp -r tests/fixtures/1.20.3/stale-union "$work/copy"
+run repair-onto-itself remove-state "$work/copy" --state topic-partition-offset-states --apply --output "$work/copy"
+mkdir "$work/link" && ln -s "$PWD/tests/fixtures/1.20.3/stale-union/_metadata" "$work/link/_metadata"
+run repair-link-in-place remove-state "$work/link" --state topic-partition-offset-states --apply --in-place
+cp -r tests/fixtures/1.20.3/keyed-rocksdb-incremental "$work/keyed"
+run repair-on-flink-without-flink remove-keyed-state "$work/keyed" --state count --on-flink --apply --output "$work/keyed-out"
+run remote-without-flink inspect s3://bucket/job/chk-1
+printf 'value-state\nlist-state\n' >"$work/expect"
+run doctor-stale-keyed doctor tests/fixtures/1.20.3/keyed-stale-hashmap --expect-states "$work/expect"
+run doctor-stale-keyed-json doctor tests/fixtures/1.20.3/keyed-stale-hashmap --expect-states "$work/expect" --json
 
 # watch: one job directory (a fixed path, so that the output names it the same way every run)
 w=$fixed-watch

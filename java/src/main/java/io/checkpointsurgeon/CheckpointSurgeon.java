@@ -745,11 +745,15 @@ public final class CheckpointSurgeon {
 
         private final Severity severity;
         private final Code code;
-        private final String message;
+        private final Message message;
         private final Remedy fix;
         private final List<Remedy> alternatives;
 
         public Finding(Severity severity, Code code, String message, Remedy fix, List<Remedy> alternatives) {
+            this(severity, code, Message.of(message), fix, alternatives);
+        }
+
+        public Finding(Severity severity, Code code, Message message, Remedy fix, List<Remedy> alternatives) {
             this.severity = severity;
             this.code = code;
             this.message = message;
@@ -765,7 +769,13 @@ public final class CheckpointSurgeon {
             return code;
         }
 
+        /** The message, with the choices it names as the Java API does. */
         public String message() {
+            return message.toString();
+        }
+
+        /** The message with the choices it names, for a front end to name them its own way ({@link Message#render}). */
+        public Message typedMessage() {
             return message;
         }
 

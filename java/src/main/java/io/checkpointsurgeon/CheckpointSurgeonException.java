@@ -41,19 +41,37 @@ public class CheckpointSurgeonException extends Exception {
     }
 
     private final Code code;
+    private final Message message;
 
     public CheckpointSurgeonException(Code code, String message) {
-        super(message);
-        this.code = code;
+        this(code, Message.of(message));
     }
 
     public CheckpointSurgeonException(Code code, String message, Throwable cause) {
-        super(message, cause);
+        this(code, Message.of(message), cause);
+    }
+
+    /** {@link #getMessage()} is {@code message} as the Java API names its choices. */
+    public CheckpointSurgeonException(Code code, Message message) {
+        super(message.toString());
         this.code = code;
+        this.message = message;
+    }
+
+    public CheckpointSurgeonException(Code code, Message message, Throwable cause) {
+        super(message.toString(), cause);
+        this.code = code;
+        this.message = message;
     }
 
     public Code code() {
         return code;
+    }
+
+    /** The message with the choices it names, for a front end to name them its own way ({@link Message#render}). */
+    public Message typedMessage() {
+        // null only in an instance of another version, deserialized
+        return message != null ? message : Message.of(String.valueOf(getMessage()));
     }
 
     @Override

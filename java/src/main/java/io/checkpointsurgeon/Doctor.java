@@ -70,8 +70,9 @@ final class Doctor {
             try {
                 FlinkJudge.validate(metadata, r.operators().size());
             } catch (CheckpointSurgeonException e) {
-                out.add(new CheckpointSurgeon.Finding(ERROR, Code.FLINK_REJECTS_METADATA, "Flink " + FlinkJudge.flinkVersion()
-                        + " cannot load this _metadata, so a restore from it fails: " + e.getMessage(),
+                out.add(new CheckpointSurgeon.Finding(ERROR, Code.FLINK_REJECTS_METADATA, Message.of("Flink "
+                        + FlinkJudge.flinkVersion() + " cannot load this _metadata, so a restore from it fails: ",
+                        e.typedMessage()),
                         CheckpointSurgeon.Remedy.inspect(false), List.of()));
             }
         }
@@ -178,11 +179,11 @@ final class Doctor {
             // older than deletion's floor only: a running job's checkpoint in progress is no orphan
             OrphanReport r = Orphans.report(List.of(jobDir), List.of(), Orphans.FLOOR);
             if (r.orphans().isEmpty()) return;
-            out.add(new CheckpointSurgeon.Finding(WARNING, Code.ORPHAN_FILES, String.format(Locale.ROOT,
+            out.add(new CheckpointSurgeon.Finding(WARNING, Code.ORPHAN_FILES, Message.of(String.format(Locale.ROOT,
                     "%d file(s) older than an hour, %s, under %s are referenced by no retained checkpoint of this job (a job restored"
                             + " from it in NO_CLAIM or LEGACY mode may still use them: name its directory with"
-                            + " --also-referenced-by)", r.orphans().size(), InspectReport.formatBytes(r.orphanBytes()),
-                    jobDir), new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, null, null),
+                            + " ", r.orphans().size(), InspectReport.formatBytes(r.orphanBytes()), jobDir),
+                    Choice.ALSO_REFERENCED_BY, ")"), new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.LIST_ORPHANS, null, null),
                     List.of()));
         } catch (IOException | CheckpointSurgeonException | java.io.UncheckedIOException e) {
             // the doctor's other findings stand; `orphans` says what is in the way
@@ -254,14 +255,15 @@ final class Doctor {
                     staleUnion.add(op.id() + "\u0000" + t.name());
                     // the incident's findings are built without String.format: its first use costs a
                     // just-started JVM ~20 ms (the locale's number symbols), most of a doctor's Java time
-                    out.add(new CheckpointSurgeon.Finding(ERROR, Code.STALE_UNION_STATE, "union state '" + t.name()
+                    out.add(new CheckpointSurgeon.Finding(ERROR, Code.STALE_UNION_STATE, Message.of("union state '" + t.name()
                             + "' of operator " + op.id() + " is identical in all " + copies.size()
                             + " subtasks and repeats its values (" + InspectReport.grouped(copies.get(0).elements())
                             + " elements per subtask, " + InspectReport.grouped(copies.get(0).distinctElements())
                             + " distinct): the signature of a union state the job no longer reads, which multiplies by"
-                            + " the parallelism on every restore" + (
-                            known != null ? " (" + StaleStates.explain(known) + ")"
-                                    : lookAlike != null ? " (" + StaleStates.explainLookAlike(named, lookAlike) + ")" : ""),
+                            + " the parallelism on every restore",
+                            known != null ? Message.of(" (", StaleStates.explain(known), ")")
+                                    : lookAlike != null ? Message.of(" (", StaleStates.explainLookAlike(named, lookAlike), ")")
+                                    : ""),
                             remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name()),
                             // if the job still reads the state: keep one copy of each element
                             List.of(remedy(CheckpointSurgeon.Remedy.Action.DEDUPE_UNION, op.id(), t.name()))));
@@ -346,17 +348,17 @@ final class Doctor {
                 || largest.backendStateType() == KeyedReport.BackendStateType.PRIORITY_QUEUE) {
             return;
         }
-        out.add(new CheckpointSurgeon.Finding(WARNING, Code.LARGEST_KEYED_STATE_WITHOUT_TTL, String.format(Locale.ROOT,
+        out.add(new CheckpointSurgeon.Finding(WARNING, Code.LARGEST_KEYED_STATE_WITHOUT_TTL, Message.of(String.format(Locale.ROOT,
                 "keyed %s state '%s' of operator %s holds the largest share of the checkpoint (%.0f %% of %s: %,d"
                         + " entries, %s%s) and has no TTL: unless the job clears it, it grows with every new key,"
                         + " the usual unbounded growth. Give it a TTL (StateTtlConfig) or clear it in the job, and"
-                        + " follow it over checkpoints with history --keyed",
+                        + " follow it over checkpoints with ",
                 largest.kind(), largest.name(), label(op), 100.0 * largest.total().storedBytes() / Math.max(1, all),
                 InspectReport.formatBytes(all), largest.total().entries(),
                 InspectReport.formatBytes(largest.total().storedBytes()),
                 largest.rocksDbNumbers() ? "; RocksDB's numbers, with tombstones and versions not compacted yet"
                         : largest.changelogNumbers() ? "; change log records since the last materialization" : ""),
-                CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
+                Choice.KEYED_HISTORY), CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
     }
 
     /** An operator as the findings name it: its id, and its uid where the format stores it. */
@@ -389,13 +391,13 @@ final class Doctor {
                 if (expected.contains(s.name()) || s.backendStateType() == KeyedReport.BackendStateType.PRIORITY_QUEUE) {
                     continue;
                 }
-                out.add(new CheckpointSurgeon.Finding(WARNING, Code.STALE_KEYED_STATE, String.format(Locale.ROOT,
+                out.add(new CheckpointSurgeon.Finding(WARNING, Code.STALE_KEYED_STATE, Message.of(String.format(Locale.ROOT,
                         "keyed %s state '%s' of operator %s is in the checkpoint (%,d entries, %s) but the job no"
                                 + " longer registers it: Flink restores every state of the meta info and writes it"
                                 + " back on every checkpoint, heap and RocksDB alike, so it is carried forever."
-                                + " Remove it with a State Processor API job or wait for remove-keyed-state",
+                                + " Remove it with a State Processor API job or wait for ",
                         s.kind(), s.name(), label(o), s.total().entries(),
-                        InspectReport.formatBytes(s.total().storedBytes())),
+                        InspectReport.formatBytes(s.total().storedBytes())), Choice.REMOVE_KEYED_STATE),
                         CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
             }
         }
@@ -410,12 +412,12 @@ final class Doctor {
                     for (String c : z.snapshot().allClasses()) {
                         if (c.startsWith("org.apache.flink.") && !flink || loads(c, cl) || !reported.add(c)) continue;
                         out.add(new CheckpointSurgeon.Finding(ERROR, Code.KEYED_SERIALIZER_CLASS_MISSING,
-                                String.format(Locale.ROOT, "keyed state '%s' of operator %s needs class %s (its %s is"
-                                        + " %s), which the given class path cannot load: a restore with it fails"
-                                        + " (ClassNotFoundException while the state's serializer is restored). Put"
-                                        + " the class on the job's class path, or remove the state with a State"
-                                        + " Processor API job or remove-keyed-state once it exists", s.name(), label(o),
-                                        c, z.role(), z.snapshot().shortName()),
+                                Message.of(String.format(Locale.ROOT, "keyed state '%s' of operator %s needs class %s"
+                                        + " (its %s is %s), which the given class path cannot load: a restore with it"
+                                        + " fails (ClassNotFoundException while the state's serializer is restored)."
+                                        + " Put the class on the job's class path, or remove the state with a State"
+                                        + " Processor API job or ", s.name(), label(o), c, z.role(),
+                                        z.snapshot().shortName()), Choice.REMOVE_KEYED_STATE, " once it exists"),
                                 CheckpointSurgeon.Remedy.inspectKeyed(), List.of()));
                     }
                 }
@@ -445,16 +447,17 @@ final class Doctor {
                 if (e == null || staleUnion.contains(op.id() + "\u0000" + t.name())) continue;
                 String lookAlike = StaleStates.lookAlike(e, op, t);
                 if (lookAlike != null) {
-                    out.add(new CheckpointSurgeon.Finding(WARNING, Code.LOOK_ALIKE_STATE, String.format(Locale.ROOT,
-                            "operator %s holds %s state '%s' (%,d elements, %s): %s", op.id(), e.mode, t.name(),
-                            t.elements(), t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes()),
+                    out.add(new CheckpointSurgeon.Finding(WARNING, Code.LOOK_ALIKE_STATE, Message.of(String.format(Locale.ROOT,
+                            "operator %s holds %s state '%s' (%,d elements, %s): ", op.id(), e.mode, t.name(),
+                            t.elements(), t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes())),
                             StaleStates.explainLookAlike(e, lookAlike)),
                             CheckpointSurgeon.Remedy.inspect(false), List.of()));
                     continue;
                 }
-                out.add(new CheckpointSurgeon.Finding(WARNING, Code.CONNECTOR_STATE, "operator " + op.id() + " holds " + e.mode
-                        + " state '" + t.name() + "' (" + InspectReport.grouped(t.elements()) + " elements, "
-                        + (t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes())) + ") of " + StaleStates.explain(e),
+                out.add(new CheckpointSurgeon.Finding(WARNING, Code.CONNECTOR_STATE, Message.of("operator " + op.id() + " holds "
+                        + e.mode + " state '" + t.name() + "' (" + InspectReport.grouped(t.elements()) + " elements, "
+                        + (t.bytes() < 0 ? "size unknown" : InspectReport.formatBytes(t.bytes())) + ") of ",
+                        StaleStates.explain(e)),
                         e == StaleStates.KAFKA ? remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, op.id(), null)
                                 : CheckpointSurgeon.Remedy.inspect(false),
                         e.mode.equals("UNION") && e != StaleStates.KAFKA

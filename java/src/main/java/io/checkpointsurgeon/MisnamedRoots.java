@@ -34,7 +34,7 @@ final class MisnamedRoots {
     }
 
     /** Adds a blocker per {@code _metadata} with an unmatched reference that a listed file matches by suffix. */
-    void addBlockers(List<String> blockers) {
+    void addBlockers(List<Message> blockers) {
         for (Map.Entry<String, List<String>> e : refs.entrySet()) {
             int unmatched = 0;
             String ref = null;
@@ -49,10 +49,10 @@ final class MisnamedRoots {
                 }
             }
             if (ref == null) continue;
-            blockers.add(e.getKey() + " references " + ref + (unmatched > 1 ? " (and " + (unmatched - 1) + " more of its "
-                    + e.getValue().size() + " files)" : "") + ", not under the roots as given, yet they hold " + as + ": the roots"
-                    + " name the storage differently than the job does; give the roots as the job names them, or run where"
-                    + " its paths match");
+            blockers.add(Message.of(e.getKey() + " references " + ref + (unmatched > 1 ? " (and " + (unmatched - 1)
+                    + " more of its " + e.getValue().size() + " files)" : "") + ", not under the roots as given, yet they hold "
+                    + as + ": the roots name the storage differently than the job does; give the roots as the job names"
+                    + " them, or run where its paths match"));
         }
     }
 

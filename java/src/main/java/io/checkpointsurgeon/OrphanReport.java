@@ -70,13 +70,13 @@ public final class OrphanReport {
     private final List<Entry> young;
     private final List<Entry> kept;
     private final List<String> skipped;
-    private final List<String> deleteBlockers;
+    private final List<Message> deleteBlockers;
     private final List<Entry> deleted;
     private final String deletionLog;
 
     public OrphanReport(List<String> roots, List<String> alsoReferencedBy, int checkpoints, long filesScanned,
                         long directoriesScanned, List<Entry> orphans, long orphanBytes, List<Entry> young,
-                        List<Entry> kept, List<String> skipped, List<String> deleteBlockers, List<Entry> deleted,
+                        List<Entry> kept, List<String> skipped, List<Message> deleteBlockers, List<Entry> deleted,
                         String deletionLog) {
         this.roots = List.copyOf(roots);
         this.alsoReferencedBy = List.copyOf(alsoReferencedBy);
@@ -138,6 +138,11 @@ public final class OrphanReport {
 
     /** Why {@code --delete} refuses (empty: it may delete). */
     public List<String> deleteBlockers() {
+        return deleteBlockers.stream().map(Message::toString).collect(java.util.stream.Collectors.toList());
+    }
+
+    /** {@link #deleteBlockers()} with the choices they name, for a front end to name them its own way. */
+    public List<Message> typedDeleteBlockers() {
         return deleteBlockers;
     }
 

@@ -67,17 +67,17 @@ final class Orphans {
             for (Path r : a.roots) alsoNames.add(r.toString());
         }
         readers.addAll(0, metadata);
-        List<String> blockers = new ArrayList<>();
+        List<Message> blockers = new ArrayList<>();
         Map<Path, String> referencedBy = new HashMap<>();
         Map<Path, Path> realDirs = new HashMap<>();
         MisnamedRoots misnamed = new MisnamedRoots();
         for (CheckpointScan.Metadata m : readers) {
             if (m.file == null) {
-                blockers.add(m.metadata() + " is " + m.notRegular + ": the files it references are not known");
+                blockers.add(Message.of(m.metadata() + " is " + m.notRegular + ": the files it references are not known"));
                 continue;
             }
             if (m.file.mtime > scanStart) {
-                blockers.add(m.metadata() + " was written after the scan started: a checkpoint completed meanwhile");
+                blockers.add(Message.of(m.metadata() + " was written after the scan started: a checkpoint completed meanwhile"));
             }
             try {
                 for (CheckpointScan.Ref r : CheckpointScan.references(m, realDirs)) {
@@ -85,7 +85,8 @@ final class Orphans {
                     misnamed.reference(m.metadata().toString(), r.local != null ? r.local.toString() : r.name);
                 }
             } catch (CheckpointSurgeonException e) {
-                blockers.add(m.metadata() + " cannot be read, so the files it references are not known: " + e.getMessage());
+                blockers.add(Message.of(m.metadata() + " cannot be read, so the files it references are not known: ",
+                        Message.of(e)));
             }
         }
         Scan out = new Scan();
@@ -104,7 +105,7 @@ final class Orphans {
             String name = f.getFileName().toString();
             if (name.equals("_metadata") || CheckpointScan.isBackup(name)) continue;
             if (name.equals(io.checkpointsurgeon.flink.RemoteCheckpoint.LOCK_NAME)) {
-                blockers.add(lockObjectHeld(f));
+                blockers.add(Message.of(lockObjectHeld(f)));
                 continue;
             }
             misnamed.listed(f.toString(), f.toString());
@@ -206,15 +207,15 @@ final class Orphans {
         }
         OrphanReport r = second.report;
         return new OrphanReport(r.roots(), r.alsoReferencedBy(), r.checkpoints(), r.filesScanned(), r.directoriesScanned(),
-                r.orphans(), r.orphanBytes(), r.young(), r.kept(), r.skipped(), r.deleteBlockers(), deleted, log.toString());
+                r.orphans(), r.orphanBytes(), r.young(), r.kept(), r.skipped(), r.typedDeleteBlockers(), deleted, log.toString());
     }
 
     /** Refuses an {@code --older-than} below {@link #FLOOR} unless the caller took the unsafe override. */
     static void requireAge(Duration olderThan, boolean belowFloor) throws CheckpointSurgeonException {
         if (olderThan.compareTo(FLOOR) < 0 && !belowFloor) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "deleting needs an age"
-                    + " of at least " + age(FLOOR.toMillis()) + " (--older-than " + age(olderThan.toMillis())
-                    + "): a younger file may belong to a checkpoint in progress");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, Message.of("deleting"
+                    + " needs an age of at least " + age(FLOOR.toMillis()) + " (", Choice.OLDER_THAN, " "
+                    + age(olderThan.toMillis()) + "): a younger file may belong to a checkpoint in progress"));
         }
     }
 
@@ -237,11 +238,12 @@ final class Orphans {
     }
 
     /** The {@code chk-*} without {@code _metadata}: one changed less than {@code --older-than} ago blocks, older ones go. */
-    static <K> void byAge(Map<K, Long> incomplete, long now, Duration olderThan, List<String> blockers, List<K> old) {
+    static <K> void byAge(Map<K, Long> incomplete, long now, Duration olderThan, List<Message> blockers, List<K> old) {
         for (Map.Entry<K, Long> e : incomplete.entrySet()) {
             if (e.getValue() > now - olderThan.toMillis()) {
-                blockers.add(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than --older-than"
-                        + " %s: a checkpoint or savepoint in progress", e.getKey(), age(now - e.getValue()), age(olderThan.toMillis())));
+                blockers.add(Message.of(String.format(Locale.ROOT, "%s has no _metadata and changed %s ago, less than ",
+                        e.getKey(), age(now - e.getValue())), Choice.OLDER_THAN, " " + age(olderThan.toMillis())
+                        + ": a checkpoint or savepoint in progress"));
             } else {
                 old.add(e.getKey());
             }
@@ -284,8 +286,8 @@ final class Orphans {
 
     static void refuseIfBlocked(OrphanReport r) throws CheckpointSurgeonException {
         if (r.deleteBlockers().isEmpty()) return;
-        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, "nothing deleted: "
-                + String.join("; ", r.deleteBlockers()));
+        throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, Message.of("nothing deleted: ",
+                Message.join("; ", r.typedDeleteBlockers())));
     }
 
     static void line(BufferedWriter w, String action, long size, long mtime, Object p) throws IOException {

@@ -27,6 +27,11 @@ public interface ProgressListener {
     default void message(String text) {
     }
 
+    /** A {@link #message} that names choices the caller has; by default as the Java API names them. */
+    default void message(Message text) {
+        message(text.toString());
+    }
+
     /** The run starts on file {@code index} (from 1) of {@code count}. */
     default void file(int index, int count, Path file) {
     }

@@ -22,7 +22,7 @@ final class StaleStates {
         final String connector;
         final String connectorClass;
         final String why;
-        final String fix;
+        final Message fix;
         /** Fewer elements (over all subtasks) are normal; 1: any element. */
         final long minElements;
         /** The state is another connector's when the operator also holds this state (null: none). */
@@ -35,10 +35,10 @@ final class StaleStates {
 
         Entry(String state, String mode, String connector, String connectorClass, String why, String fix,
               long minElements, String notWith) {
-            this(state, mode, connector, connectorClass, why, fix, minElements, notWith, null);
+            this(state, mode, connector, connectorClass, why, Message.of(fix), minElements, notWith, null);
         }
 
-        Entry(String state, String mode, String connector, String connectorClass, String why, String fix,
+        Entry(String state, String mode, String connector, String connectorClass, String why, Message fix,
               long minElements, String notWith, String elementType) {
             this.state = state;
             this.mode = mode;
@@ -65,8 +65,8 @@ final class StaleStates {
             "org.apache.flink.streaming.connectors.kafka.FlinkKafkaConsumerBase",
             "every subtask restores the offsets of all partitions and a KafkaSource under the same uid never"
                     + " reads them, so Flink carries them on, once per subtask",
-            "move the offsets into KafkaSource state with `checkpoint-surgeon kafka migrate-legacy` (see README,"
-                    + " Moving off FlinkKafkaConsumer); a job already on KafkaSource: remove the state",
+            Message.of("move the offsets into KafkaSource state with `", Choice.MIGRATE_KAFKA_LEGACY, "` (see README,"
+                    + " Moving off FlinkKafkaConsumer); a job already on KafkaSource: remove the state"),
             1, "topic-partition-offset-states_subName",
             InspectReport.KAFKA_LEGACY_ELEMENT_TYPE);
 
@@ -183,11 +183,11 @@ final class StaleStates {
      * What a finding says of a look-alike of entry {@code e} whose elements are {@code found}: "it
      * has FlinkKafkaConsumer's state name and mode, but it is not Kafka's: its elements are ...".
      */
-    static String explainLookAlike(Entry e, String found) {
-        return String.format(java.util.Locale.ROOT, "it has the state name and mode of %s, but it is not %s:"
-                        + " its elements are %s, not %s%s", e.who(), e == KAFKA ? "Kafka's" : "that connector's",
-                found.isEmpty() ? "of a type that could not be read" : escaped(found), e.elementType,
-                e == KAFKA ? ", so the kafka commands refuse it" : "");
+    static Message explainLookAlike(Entry e, String found) {
+        return Message.of(String.format(java.util.Locale.ROOT, "it has the state name and mode of %s, but it is not %s:"
+                        + " its elements are %s, not %s", e.who(), e == KAFKA ? "Kafka's" : "that connector's",
+                found.isEmpty() ? "of a type that could not be read" : escaped(found), e.elementType),
+                e == KAFKA ? Message.of(", so ", Choice.KAFKA_SURGERIES, " refuse it") : "");
     }
 
     /** A class name from the checkpoint on one line: control characters as Java escapes. */
@@ -230,7 +230,7 @@ final class StaleStates {
     }
 
     /** The text a finding gives for an entry: the connector, why it grows, and the fix. */
-    static String explain(Entry e) {
-        return e.who() + ": " + e.why + ". Fix: " + e.fix;
+    static Message explain(Entry e) {
+        return Message.of(e.who() + ": " + e.why + ". Fix: ", e.fix);
     }
 }

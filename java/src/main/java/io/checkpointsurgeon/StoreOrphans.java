@@ -62,7 +62,7 @@ final class StoreOrphans {
         readers.addAll(0, metadata);
         long now = System.currentTimeMillis();
         long ageLimit = now - olderThan.toMillis();
-        List<String> blockers = new ArrayList<>();
+        List<Message> blockers = new ArrayList<>();
         Map<String, String> referencedBy = new HashMap<>();
         MisnamedRoots misnamed = new MisnamedRoots();
         List<Object> refs = pool.map(readers, m -> {
@@ -76,11 +76,11 @@ final class StoreOrphans {
             StoreScan.Meta m = readers.get(i);
             // object stores keep whole seconds (S3's Last-Modified): a second's margin
             if (m.file.mtime > scanStart - 1000) {
-                blockers.add(m.metadata() + " was written after the scan started: a checkpoint completed meanwhile");
+                blockers.add(Message.of(m.metadata() + " was written after the scan started: a checkpoint completed meanwhile"));
             }
             if (refs.get(i) instanceof CheckpointSurgeonException) {
-                blockers.add(m.metadata() + " cannot be read, so the files it references are not known: "
-                        + ((Exception) refs.get(i)).getMessage());
+                blockers.add(Message.of(m.metadata() + " cannot be read, so the files it references are not known: ",
+                        Message.of((Exception) refs.get(i))));
                 continue;
             }
             @SuppressWarnings("unchecked")
@@ -102,7 +102,7 @@ final class StoreOrphans {
             String name = StoreScan.name(f);
             if (name.equals("_metadata") || CheckpointScan.isBackup(name)) continue;
             if (name.equals(io.checkpointsurgeon.flink.RemoteCheckpoint.LOCK_NAME)) {
-                blockers.add(Orphans.lockObjectHeld(f));
+                blockers.add(Message.of(Orphans.lockObjectHeld(f)));
                 continue;
             }
             String key = FlinkFileSystems.normalize(f);
@@ -197,7 +197,7 @@ final class StoreOrphans {
             OrphanReport r = second.report;
             return new OrphanReport(r.roots(), r.alsoReferencedBy(), r.checkpoints(), r.filesScanned(),
                     r.directoriesScanned(), r.orphans(), r.orphanBytes(), r.young(), r.kept(), r.skipped(),
-                    r.deleteBlockers(), deleted, log.toString());
+                    r.typedDeleteBlockers(), deleted, log.toString());
         }
     }
 

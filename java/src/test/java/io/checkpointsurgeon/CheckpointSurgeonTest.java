@@ -223,11 +223,17 @@ public class CheckpointSurgeonTest {
             } catch (CheckpointSurgeonException e) {
                 assertEquals(out.toString(), CheckpointSurgeonException.Code.INVALID_ARGUMENT, e.code());
                 assertTrue(e.getMessage(), e.getMessage().contains((String) c[1]));
+                // the choice it names is typed, through the commit's "nothing was changed" too
+                if (c[1].equals("is the checkpoint itself")) {
+                    assertTrue(e.getMessage(), e.getMessage().contains("use CheckpointSurgeon.applyInPlace to repair it"));
+                    assertEquals(List.of(Choice.IN_PLACE), e.typedMessage().choices());
+                }
             }
             assertEquals(out + ": nothing was written", listing, listing(in));
             Result cli = run("remove-state", in.toString(), "--state", "union-list", "--apply", "--output", out.toString());
             assertEquals(cli.err, Cli.INVALID, cli.code);
             assertTrue(cli.err, cli.err.contains((String) c[1]));
+            if (c[1].equals("is the checkpoint itself")) assertTrue(cli.err, cli.err.contains("use --in-place to repair it"));
             assertEquals(out + ": nothing was written", listing, listing(in));
         }
         assertTrue(!Files.exists(in.resolve("sub")) && !Files.exists(in.resolve("a")) && !Files.exists(in.resolve("deep/x")));

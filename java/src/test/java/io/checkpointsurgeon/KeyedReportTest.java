@@ -96,7 +96,7 @@ public class KeyedReportTest {
                 assertEquals(CheckpointSurgeon.Finding.Code.STALE_KEYED_STATE, f.get(0).code());
                 assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, f.get(0).severity());
                 assertTrue(f.get(0).message(), f.get(0).message().contains("'" + DROPPED + "'")
-                        && f.get(0).message().contains("wait for remove-keyed-state"));
+                        && f.get(0).message().contains("wait for Surgery.removeKeyedState"));
                 // the job's states without the timers, scoped to the operator's uid or id: the same one finding
                 String uid = job(k).uid().isEmpty() ? job(k).id() : job(k).uid();
                 List<String> scoped = V2_STATES.stream().filter(s -> !s.startsWith("_timer_state"))

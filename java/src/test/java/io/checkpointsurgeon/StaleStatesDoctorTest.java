@@ -28,7 +28,9 @@ public class StaleStatesDoctorTest {
         assertEquals(stale.toString(), 1, stale.size());
         String m = stale.get(0).message();
         assertTrue(m, m.contains("FlinkKafkaConsumer (" + StaleStates.KAFKA.connectorClass + ")")
-                && m.contains("kafka migrate-legacy") && m.contains(StaleStates.KAFKA.why));
+                && m.contains("`Surgery.migrateKafkaLegacy`") && m.contains(StaleStates.KAFKA.why));
+        // the choice is typed: the CLI names it `checkpoint-surgeon kafka migrate-legacy`
+        assertEquals(List.of(Choice.MIGRATE_KAFKA_LEGACY), stale.get(0).typedMessage().choices());
         assertEquals(CheckpointSurgeon.Finding.Severity.ERROR, stale.get(0).severity());
         assertEquals(List.of(), doctor("union-growth-p2-r2", "CONNECTOR_STATE"));
     }
@@ -45,7 +47,9 @@ public class StaleStatesDoctorTest {
         assertEquals(stale.toString(), 1, stale.size());
         String m = stale.get(0).message();
         assertTrue(m, m.contains("it is not Kafka's: its elements are Tuple2<String, Long>, not "
-                + InspectReport.KAFKA_LEGACY_ELEMENT_TYPE) && !m.contains("kafka migrate-legacy"));
+                + InspectReport.KAFKA_LEGACY_ELEMENT_TYPE + ", so Surgery's Kafka surgeries refuse it")
+                && !m.contains("Surgery.migrateKafkaLegacy"));
+        assertEquals(List.of(Choice.KAFKA_SURGERIES), stale.get(0).typedMessage().choices());
         assertEquals(List.of(), doctor("stale-union", "CONNECTOR_STATE"));
         assertEquals(List.of(), doctor("stale-union", "LOOK_ALIKE_STATE"));
         for (String f : new String[] {"stale-union-restore-0", "stale-union-legacy-class"}) {

@@ -98,7 +98,7 @@ public class StaleStatesTest {
                 .collect(Collectors.toList());
     }
 
-    /** The real FlinkKafkaConsumer's savepoint: a WARNING naming the connector and kafka migrate-legacy. */
+    /** The real FlinkKafkaConsumer's savepoint: a WARNING naming the connector and Surgery.migrateKafkaLegacy. */
     @Test
     public void flinkKafkaConsumerOffsetsNameTheMigration() throws Exception {
         Path savepoint = MiniClusterJob.of("legacy-kafka", conf(TMP.newFolder("kafka-job").toPath()), 2, env -> {
@@ -116,7 +116,7 @@ public class StaleStatesTest {
         CheckpointSurgeon.Finding f = found.get(0);
         assertEquals(CheckpointSurgeon.Finding.Severity.WARNING, f.severity());
         assertTrue(f.message(), f.message().contains("'topic-partition-offset-states'") && f.message().contains("FlinkKafkaConsumer")
-                && f.message().contains("kafka migrate-legacy") && f.message().contains("3 elements"));
+                && f.message().contains("Surgery.migrateKafkaLegacy") && f.message().contains("3 elements"));
         assertEquals(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, f.fix().action());
 
         // the CLI: a WARNING does not gate (exit 0); the finding and its runnable fix are in --json

@@ -2,6 +2,7 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.ProgressListener;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -86,7 +87,7 @@ public final class Cli {
             try {
                 lib = "native library " + CheckpointSurgeon.nativeLibrary();
             } catch (CheckpointSurgeonException | LinkageError e) {
-                lib = "native library not loaded: " + e.getMessage();
+                lib = "native library not loaded: " + CliSpelling.message(e);
             }
             return new String[] {"checkpoint-surgeon " + CheckpointSurgeon.VERSION + " (" + lib + ")",
                     "Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name") + ")"};
@@ -171,7 +172,7 @@ public final class Cli {
                     // was changed") and the JVM exits with the signal's status (143 for SIGTERM)
                     if (cse.code() == CheckpointSurgeonException.Code.INTERRUPTED) return INVALID;
                     // the message carries checkpoint strings and arguments: made safe here, once
-                    cmd.getErr().println("error [" + cse.code() + "]: " + Terminal.safe(cse.getMessage()));
+                    cmd.getErr().println("error [" + cse.code() + "]: " + Terminal.safe(CliSpelling.text(cse.typedMessage())));
                     return INVALID;
                 }
                 return unknownOutcome(e, cmd.getErr());
@@ -214,7 +215,7 @@ public final class Cli {
             command.plainErr = err;
             return command.call();
         } catch (CheckpointSurgeonException e) {
-            err.println("error [" + e.code() + "]: " + Terminal.safe(e.getMessage()));
+            err.println("error [" + e.code() + "]: " + Terminal.safe(CliSpelling.text(e.typedMessage())));
             return INVALID;
         } catch (Exception e) {
             return unknownOutcome(e, err);
@@ -248,6 +249,11 @@ public final class Cli {
         public void message(String text) {
             err.println(Terminal.safe(text));
             err.flush();
+        }
+
+        @Override
+        public void message(Message text) {
+            message(CliSpelling.text(text));
         }
 
         @Override

@@ -3,7 +3,6 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
-import io.checkpointsurgeon.internal.Json;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.MalformedURLException;
@@ -147,7 +146,7 @@ final class DoctorCommand extends BaseCommand {
         }
         PrintWriter out = out();
         if (json) {
-            out.print(Json.write(json(results)));
+            out.print(CliSpelling.json(json(results)));
         } else {
             Set<String> shown = new HashSet<>();
             for (Result r : results) out.print(TextRenderer.doctor(r.path, r.findings, r.command, shown));
@@ -213,7 +212,7 @@ final class DoctorCommand extends BaseCommand {
                 Map<String, Object> p = new LinkedHashMap<>();
                 p.put("severity", f.severity());
                 p.put("code", f.code().name());
-                p.put("message", f.message());
+                p.put("message", CliSpelling.text(f.typedMessage()));
                 p.put("fix", e.command.apply(f.fix()));
                 p.put("alternatives", alternatives);
                 problems.add(p);

@@ -4,7 +4,6 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.flink.KubernetesHa;
-import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -73,7 +72,7 @@ final class HaListCommand extends BaseCommand {
             }
             entries.add(new Entry(info, unions));
         }
-        out.print(json.json ? Json.write(listing != null ? listing : entries) : TextRenderer.haList(entries, dir));
+        out.print(json.json ? CliSpelling.json(listing != null ? listing : entries) : TextRenderer.haList(entries, dir));
         out.flush();
         return Cli.OK;
     }

@@ -5,7 +5,6 @@ import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.flink.HaStore;
 import io.checkpointsurgeon.flink.KubernetesHa;
-import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
@@ -96,7 +95,7 @@ final class HaRepairCommand extends BaseCommand {
         // all-or-nothing with --apply: every file is staged and validated before any is switched
         List<CheckpointSurgeon.HaRepair> results = apply ? CheckpointSurgeon.repairHa(files, s)
                 : CheckpointSurgeon.planHa(files, s);
-        out.print(json.json ? Json.write(results) : TextRenderer.haRepair(results, apply));
+        out.print(json.json ? CliSpelling.json(results) : TextRenderer.haRepair(results, apply));
         out.flush();
         return Cli.OK;
     }

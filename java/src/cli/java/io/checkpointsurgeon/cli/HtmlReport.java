@@ -142,7 +142,7 @@ final class HtmlReport {
         for (CheckpointSurgeon.Finding f : findings) {
             sb.append("<div class=\"card finding ").append(esc(f.severity().toString())).append("\"><span class=\"sev\">")
                     .append(esc(f.severity().toString())).append("</span><code><b>").append(esc(f.code().name())).append("</b></code>")
-                    .append("<p>").append(esc(f.message())).append("</p>");
+                    .append("<p>").append(esc(CliSpelling.text(f.typedMessage()))).append("</p>");
             if (f.fix() != null) {
                 sb.append("<div class=\"fix\">fix:<code>").append(esc(command.apply(f.fix()))).append("</code></div>");
             }

@@ -4,7 +4,6 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
-import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -53,7 +52,7 @@ final class InspectCommand extends BaseCommand {
             Map<String, Object> both = new LinkedHashMap<>();
             both.put("inspect", r);
             both.put("keyed", k);
-            out.print(Json.write(both));
+            out.print(CliSpelling.json(both));
         } else {
             out.print(json ? r.toJson() : TextRenderer.inspect(r, subtasks));
             if (k != null) out.print(TextRenderer.keyed(k, subtasks));

@@ -3,7 +3,6 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.OrphanReport;
-import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -82,7 +81,7 @@ final class OrphansCommand extends BaseCommand {
             r = CheckpointSurgeon.orphansAt(roots, also, age, parallelism);
         }
         PrintWriter out = out();
-        out.print(json.json ? Json.write(r) : TextRenderer.orphans(r, delete));
+        out.print(json.json ? CliSpelling.json(r) : TextRenderer.orphans(r, delete));
         out.flush();
         return delete ? Cli.OK : r.orphans().isEmpty() ? Cli.OK : Cli.FINDINGS;
     }

@@ -6,7 +6,6 @@ import io.checkpointsurgeon.RecoverReport;
 import io.checkpointsurgeon.flink.HaStore;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.flink.PointerRemoval;
-import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -80,7 +79,7 @@ final class RecoverCommand extends BaseCommand {
         RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, parallelism);
         Shown shown = Shown.of(r, removeCommands);
         PrintWriter out = out();
-        out.print(json.json ? Json.write(shown) : TextRenderer.recover(r, shown.brokenHaPointers));
+        out.print(json.json ? CliSpelling.json(shown) : TextRenderer.recover(r, shown.brokenHaPointers));
         out.flush();
         return r.newestRestorable() == null ? Cli.INVALID : r.newestRestores() ? Cli.OK : Cli.FINDINGS;
     }

@@ -4,6 +4,7 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.flink.PointerRemoval;
@@ -394,7 +395,7 @@ final class TextRenderer {
         sb.append(printable(path)).append(": ").append(findings.isEmpty() ? "no problems found" : findings.size() + " problem(s)")
                 .append(NL);
         for (CheckpointSurgeon.Finding f : findings) {
-            sb.append("  ").append(f.severity()).append(' ').append(f.code()).append(": ").append(printable(f.message()))
+            sb.append("  ").append(f.severity()).append(' ').append(f.code()).append(": ").append(printable(CliSpelling.text(f.typedMessage())))
                     .append(NL);
             String fix = command.apply(f.fix());
             if (!shown.add(fix)) {
@@ -427,7 +428,7 @@ final class TextRenderer {
         StringBuilder sb = new StringBuilder();
         for (CheckpointSurgeon.Finding f : findings) {
             sb.append(String.format(Locale.ROOT, "%s %s: %s%n  fix: %s%n", f.severity(), f.code(),
-                    printable(f.message()), printable(command(f.fix(), path))));
+                    printable(CliSpelling.text(f.typedMessage())), printable(command(f.fix(), path))));
             for (CheckpointSurgeon.Remedy r : f.alternatives()) {
                 sb.append("  or:  ").append(printable(command(r, path))).append(NL);
             }
@@ -824,7 +825,9 @@ final class TextRenderer {
         }
         b.append('\n');
         for (String s : r.skipped()) b.append("  not a file, left alone: ").append(printable(s)).append('\n');
-        for (String s : r.deleteBlockers()) b.append("  --delete would refuse: ").append(printable(s)).append('\n');
+        for (Message s : r.typedDeleteBlockers()) {
+            b.append("  --delete would refuse: ").append(printable(CliSpelling.text(s))).append('\n');
+        }
         return b.toString();
     }
 

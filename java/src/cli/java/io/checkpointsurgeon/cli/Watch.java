@@ -162,7 +162,7 @@ public final class Watch implements AutoCloseable {
             if (job.report != null) findings.addAll(Growth.diff(job.report, report).findings());
         } catch (CheckpointSurgeonException | RuntimeException e) {
             if (!l.path.equals(job.failed)) {
-                error("job " + job.id + " checkpoint " + l.checkpointId + " " + l.path + ": " + e.getMessage()
+                error("job " + job.id + " checkpoint " + l.checkpointId + " " + l.path + ": " + CliSpelling.message(e)
                         + " (read again at the next poll)");
             } else {
                 synchronized (this) {
@@ -222,7 +222,7 @@ public final class Watch implements AutoCloseable {
         try {
             Process p = pb.start();
             try (OutputStream in = p.getOutputStream()) {
-                in.write(Json.write(findings).getBytes(StandardCharsets.UTF_8));
+                in.write(CliSpelling.json(findings).getBytes(StandardCharsets.UTF_8));
             } catch (IOException e) {
                 // the hook need not read its input
             }

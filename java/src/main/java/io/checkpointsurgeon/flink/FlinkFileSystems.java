@@ -1,6 +1,8 @@
 package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.ProgressListener;
 
 import java.io.FileNotFoundException;
@@ -215,9 +217,10 @@ public final class FlinkFileSystems {
         try {
             Class.forName(FILE_SYSTEM, false, FlinkFileSystems.class.getClassLoader());
         } catch (ClassNotFoundException | LinkageError e) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, what + " needs Flink's jars on the class path"
-                    + " (e.g. java -cp \"checkpoint-surgeon.jar:$FLINK_HOME/lib/*\" io.checkpointsurgeon.cli.Cli ...),"
-                    + " with the file system plugin under --plugins DIR or FLINK_PLUGINS_DIR");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, Message.of(what + " needs"
+                    + " Flink's jars on the class path (e.g. java -cp \"checkpoint-surgeon.jar:$FLINK_HOME/lib/*\""
+                    + " io.checkpointsurgeon.cli.Cli ...), with the file system plugin under ", Choice.PLUGINS,
+                    " or FLINK_PLUGINS_DIR"));
         }
     }
 

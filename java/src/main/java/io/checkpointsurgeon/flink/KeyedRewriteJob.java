@@ -2,6 +2,8 @@ package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.internal.Native;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
@@ -103,11 +105,11 @@ public final class KeyedRewriteJob {
             }
             return done;
         } catch (InvocationTargetException e) {
-            throw failed(e.getCause(), "");
+            throw failed(e.getCause(), Message.of());
         } catch (CheckpointSurgeonException e) {
             throw e;
         } catch (Exception | LinkageError e) {
-            throw failed(e, "");
+            throw failed(e, Message.of());
         }
     }
 
@@ -119,7 +121,7 @@ public final class KeyedRewriteJob {
      * terminal state (its result is there): only then has no task left that may still create a new
      * file. Returns what to add to the error when it did not stop.
      */
-    private String awaitStopped(Object client) {
+    private Message awaitStopped(Object client) {
         long start = System.nanoTime();
         Object id = "?";
         try {
@@ -140,16 +142,16 @@ public final class KeyedRewriteJob {
             }
             CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "on Flink: the failed job %s"
                     + " stopped (%.1f s after its failure reached the client)", id, (System.nanoTime() - start) / 1e9));
-            return "";
+            return Message.of();
         } catch (java.util.concurrent.TimeoutException e) {
-            return String.format(Locale.ROOT, "; the job %s had not stopped %d s after it was cancelled: a task still"
-                    + " running may yet leave a new state file no _metadata names (clean-leftovers removes it once"
-                    + " the job stopped)", id, STOP_SECONDS);
+            return Message.of(String.format(Locale.ROOT, "; the job %s had not stopped %d s after it was cancelled: a"
+                    + " task still running may yet leave a new state file no _metadata names (", id, STOP_SECONDS),
+                    Choice.CLEAN_LEFTOVERS, " removes it once the job stopped)");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return "; interrupted while waiting for the job " + id + " to stop";
+            return Message.of("; interrupted while waiting for the job " + id + " to stop");
         } catch (ReflectiveOperationException | RuntimeException e) {
-            return "; whether the job " + id + " stopped is not known (" + e + ")";
+            return Message.of("; whether the job " + id + " stopped is not known (" + e + ")");
         }
     }
 
@@ -233,7 +235,7 @@ public final class KeyedRewriteJob {
      * and its code: a task's error reaches the client as Flink serialized it, so the task puts the
      * code into its message ({@link #CODE_MARK}), which is read back here.
      */
-    private CheckpointSurgeonException failed(Throwable e, String stopped) {
+    private CheckpointSurgeonException failed(Throwable e, Message stopped) {
         Throwable root = e;
         for (Throwable c = e; c != null; c = c.getCause()) {
             root = c;
@@ -250,8 +252,8 @@ public final class KeyedRewriteJob {
                 // a code of another version of the tool: the job failed, as IO
             }
         }
-        return new CheckpointSurgeonException(code, "the Flink job '" + jobName
-                + "' that rewrites the keyed state files failed: " + text + stopped, e);
+        return new CheckpointSurgeonException(code, Message.of("the Flink job '" + jobName
+                + "' that rewrites the keyed state files failed: " + text, stopped), e);
     }
 
     /** How a task's error carries its code to the client: {@code [code FORMAT] } before its message. */
@@ -271,7 +273,7 @@ public final class KeyedRewriteJob {
                     try {
                         return Native.rewriteKeyedWork((byte[]) args[0]);
                     } catch (CheckpointSurgeonException e) {
-                        throw new CheckpointSurgeonException(e.code(), "[code " + e.code() + "] " + e.getMessage(), e);
+                        throw new CheckpointSurgeonException(e.code(), Message.of("[code " + e.code() + "] ", e.typedMessage()), e);
                     }
                 case "hashCode":
                     return System.identityHashCode(proxy);

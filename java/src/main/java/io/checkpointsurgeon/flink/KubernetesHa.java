@@ -1,6 +1,8 @@
 package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -449,9 +451,9 @@ public final class KubernetesHa implements AutoCloseable {
                 leases.add("holder " + holder + " of " + cm.name + " (renewed " + renewed + ", lease "
                         + lease.toSeconds() + " s: held until " + renewed.plus(lease) + " unless renewed)");
             } catch (ReflectiveOperationException e) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, "ConfigMap " + cm.name
-                        + ": annotation " + LEADER_ANNOTATION + " is not a leader election record: " + cause(e)
-                        + " (--force skips the check)", cause(e));
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FORMAT, Message.of("ConfigMap "
+                        + cm.name + ": annotation " + LEADER_ANNOTATION + " is not a leader election record: " + cause(e)
+                        + " (", Choice.SKIP_LEADER_CHECK, " skips the check)"), cause(e));
             }
             for (Map.Entry<String, String> e : cm.data.entrySet()) {
                 if (e.getKey().startsWith(LEADER_KEY)) {

@@ -2,6 +2,7 @@ package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.RecoverReport;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -222,8 +223,8 @@ public final class PointerRemoval {
         try {
             store.remove(p);
         } catch (CheckpointSurgeonException e) {
-            throw new CheckpointSurgeonException(e.code(), e.getMessage() + " (this run's copy of the value, "
-                    + kept + ", is left)", e);
+            throw new CheckpointSurgeonException(e.code(), Message.of(e.typedMessage(), " (this run's copy of the value, "
+                    + kept + ", is left)"), e);
         }
         progress.removed();
         StringBuilder log = new StringBuilder().append(Instant.now()).append(" removed ").append(plan.name)

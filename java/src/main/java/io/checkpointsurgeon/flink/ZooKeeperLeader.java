@@ -1,6 +1,8 @@
 package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
@@ -32,7 +34,8 @@ public final class ZooKeeperLeader {
      */
     public static String liveLeader(String quorum, String root, String clusterId) throws CheckpointSurgeonException {
         String base = ("/" + root + "/" + clusterId).replaceAll("/+", "/").replaceAll("/$", "");
-        Object zk = connect(quorum, "cannot check that no JobManager holds the leadership (--force skips the check)");
+        Object zk = connect(quorum, Message.of("cannot check that no JobManager holds the leadership (",
+                Choice.SKIP_LEADER_CHECK, " skips the check)"));
         try {
             List<String> contenders = new ArrayList<>();
             for (String latch : new String[] {base + "/leader/latch", base + "/latch"}) {
@@ -73,7 +76,7 @@ public final class ZooKeeperLeader {
     public static List<KubernetesHa.Pointer> checkpointPointers(String quorum, String root, String clusterId)
             throws CheckpointSurgeonException {
         String base = ("/" + root + "/" + clusterId).replaceAll("/+", "/").replaceAll("/$", "");
-        Object zk = connect(quorum, "cannot read the cluster's checkpoint pointers");
+        Object zk = connect(quorum, Message.of("cannot read the cluster's checkpoint pointers"));
         try {
             List<KubernetesHa.Pointer> out = new ArrayList<>();
             // 1.15's single leader latch; 1.14 has per-component latches (and the same /jobs layout)
@@ -132,7 +135,7 @@ public final class ZooKeeperLeader {
      */
     public static void remove(String quorum, KubernetesHa.Pointer p) throws CheckpointSurgeonException {
         String node = p.configMap + "/" + p.key;
-        Object zk = connect(quorum, "cannot remove " + node);
+        Object zk = connect(quorum, Message.of("cannot remove " + node));
         try {
             Object stat = newStat();
             if (data(zk, node, stat) == null) {
@@ -217,7 +220,7 @@ public final class ZooKeeperLeader {
     }
 
     /** A connected client; {@code unreachable} says what cannot be done when it does not connect. */
-    private static Object connect(String quorum, String unreachable) throws CheckpointSurgeonException {
+    private static Object connect(String quorum, Message unreachable) throws CheckpointSurgeonException {
         try {
             Class<?> zkClass = Class.forName(SHADED + "ZooKeeper");
             Class<?> watcher = Class.forName(SHADED + "Watcher");
@@ -230,8 +233,8 @@ public final class ZooKeeperLeader {
             while (!(Boolean) invoke(invoke(zk, "getState"), "isConnected")) {
                 if (System.nanoTime() > deadline) {
                     invoke(zk, "close");
-                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, "no connection to ZooKeeper "
-                            + quorum + " within " + TIMEOUT_MS / 1000 + " s: " + unreachable);
+                    throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, Message.of("no connection to"
+                            + " ZooKeeper " + quorum + " within " + TIMEOUT_MS / 1000 + " s: ", unreachable));
                 }
                 Thread.sleep(50);
             }

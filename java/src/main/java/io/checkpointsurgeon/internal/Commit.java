@@ -2,6 +2,8 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.ProgressListener;
 import io.checkpointsurgeon.SurgeryPlan;
 import java.io.IOException;
@@ -189,12 +191,13 @@ final class Commit {
             List<String> backups, int switched) {
         CheckpointSurgeonException.Code code = e instanceof CheckpointSurgeonException
                 ? ((CheckpointSurgeonException) e).code() : CheckpointSurgeonException.Code.IO;
-        String message = e instanceof CheckpointSurgeonException ? e.getMessage() : String.valueOf(e);
+        Message message = e instanceof CheckpointSurgeonException ? ((CheckpointSurgeonException) e).typedMessage()
+                : Message.of(String.valueOf(e));
         if (switched == 0) {
-            return new CheckpointSurgeonException(code, message + "; nothing was changed", e);
+            return new CheckpointSurgeonException(code, message.plus("; nothing was changed"), e);
         }
         // one line, as every message of the library: the CLI shows it escaped as one line
-        StringBuilder sb = new StringBuilder(message).append("; the run stopped between switches: ");
+        StringBuilder sb = new StringBuilder("; the run stopped between switches: ");
         for (int i = 0; i < changing.size(); i++) {
             Unit u = changing.get(i);
             sb.append(u.name()).append(i < switched ? ": NEW (repaired; the old one is kept as " + backups.get(i) + "); "
@@ -204,7 +207,7 @@ final class Commit {
             if (!changing.contains(u)) sb.append(u.name()).append(": skipped, nothing to change; ");
         }
         sb.append("run the same command again: it skips the files already repaired");
-        return new CheckpointSurgeonException(code, sb.toString(), e);
+        return new CheckpointSurgeonException(code, message.plus(sb.toString()), e);
     }
 
     /** The locks of one run, each directory locked once, released in reverse order. */
@@ -474,7 +477,7 @@ final class Commit {
         try {
             syncDir(dir);
         } catch (CheckpointSurgeonException e) {
-            CheckpointSurgeon.progressListener().message("warning: the switch is done, but " + e.getMessage());
+            CheckpointSurgeon.progressListener().message(Message.of("warning: the switch is done, but ", e.typedMessage()));
         }
     }
 
@@ -494,22 +497,23 @@ final class Commit {
      * and a repair written there would go with it.
      */
     static void refuseNested(String output, String input, boolean inside, boolean holds) throws CheckpointSurgeonException {
-        String why = inside && holds ? "is the checkpoint itself; use --in-place to repair it where it is"
-                : inside ? "lies inside the checkpoint's directory " + input + ", which Flink deletes with everything in"
-                        + " it when the checkpoint is subsumed or discarded; give a directory outside it"
-                : holds ? "holds the checkpoint's directory " + input + "; give a new directory outside it"
+        Message why = inside && holds ? Message.of("is the checkpoint itself; use ", Choice.IN_PLACE, " to repair it where it is")
+                : inside ? Message.of("lies inside the checkpoint's directory " + input + ", which Flink deletes with everything in"
+                        + " it when the checkpoint is subsumed or discarded; give a directory outside it")
+                : holds ? Message.of("holds the checkpoint's directory " + input + "; give a new directory outside it")
                 : null;
         if (why != null) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "the output " + output + " "
-                    + why);
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, Message.of("the output "
+                    + output + " ", why));
         }
     }
 
     /** Referencing unchanged files is for a new output only: in place they are where they are. */
     static void refuseReferencesInPlace(Request request, boolean inPlace) throws CheckpointSurgeonException {
         if (request.surgery.referencesUnchangedFiles() && inPlace) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, "--reference-unchanged"
-                    + " goes with --output: in place, the unchanged state files are already where they are");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, Message.of(
+                    Choice.REFERENCE_UNCHANGED, " goes with ", Choice.OUTPUT, ": in place, the unchanged state files are"
+                    + " already where they are"));
         }
     }
 

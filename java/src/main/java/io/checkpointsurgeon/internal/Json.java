@@ -1,10 +1,13 @@
 package io.checkpointsurgeon.internal;
 
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.lang.reflect.Parameter;
 import java.util.Collection;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * A minimal JSON writer for the report value classes: the parameters of a class's widest
@@ -16,14 +19,21 @@ public final class Json {
     private Json() {}
 
     public static String write(Object value) {
+        return write(value, Choice::toString);
+    }
+
+    /** {@code value} as JSON, each {@link Message} as its text with the choices it names spelled by {@code spelling}. */
+    public static String write(Object value, Function<Choice, String> spelling) {
         StringBuilder sb = new StringBuilder();
-        write(sb, value, 0);
+        write(sb, value, 0, spelling);
         return sb.append('\n').toString();
     }
 
-    private static void write(StringBuilder sb, Object v, int indent) {
+    private static void write(StringBuilder sb, Object v, int indent, Function<Choice, String> spelling) {
         if (v == null) {
             sb.append("null");
+        } else if (v instanceof Message) {
+            string(sb, ((Message) v).render(spelling));
         } else if (v instanceof String) {
             string(sb, (String) v);
         } else if (v instanceof Number || v instanceof Boolean) {
@@ -38,7 +48,7 @@ public final class Json {
                 pad(sb, indent + 1);
                 string(sb, String.valueOf(e.getKey()));
                 sb.append(": ");
-                write(sb, e.getValue(), indent + 1);
+                write(sb, e.getValue(), indent + 1, spelling);
                 sb.append(++i < m.size() ? ",\n" : "\n");
             }
             pad(sb, indent);
@@ -53,7 +63,7 @@ public final class Json {
             int i = 0;
             for (Object o : c) {
                 pad(sb, indent + 1);
-                write(sb, o, indent + 1);
+                write(sb, o, indent + 1, spelling);
                 sb.append(++i < c.size() ? ",\n" : "\n");
             }
             pad(sb, indent);
@@ -68,7 +78,7 @@ public final class Json {
                 try {
                     Field f = v.getClass().getDeclaredField(ps[i].getName());
                     f.setAccessible(true);
-                    write(sb, f.get(v), indent + 1);
+                    write(sb, f.get(v), indent + 1, spelling);
                 } catch (ReflectiveOperationException e) {
                     throw new IllegalStateException(v.getClass() + " is no value class for JSON", e);
                 }

@@ -2,6 +2,7 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.flink.StateFile;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -94,8 +95,8 @@ public final class Leftovers {
             try {
                 live.addAll(fileNames(p));
             } catch (CheckpointSurgeonException e) {
-                throw new CheckpointSurgeonException(e.code(), p + " cannot be read, so the state files it references are"
-                        + " not known and none is taken for a leftover: " + e.getMessage(), e);
+                throw new CheckpointSurgeonException(e.code(), Message.of(p + " cannot be read, so the state files it"
+                        + " references are not known and none is taken for a leftover: ", e.typedMessage()), e);
             }
         }
         for (Path p : ours) {

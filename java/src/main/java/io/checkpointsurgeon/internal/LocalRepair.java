@@ -2,6 +2,8 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.FlinkJudge;
@@ -72,8 +74,8 @@ final class LocalRepair implements Commit.Unit {
         locate();
         if (output == null) {
             if (Files.isSymbolicLink(metadata)) {
-                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, metadata + " is a symbolic link; repair"
-                        + " it into a new directory with --output instead of in place");
+                throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, Message.of(metadata
+                        + " is a symbolic link; repair it into a new directory with ", Choice.OUTPUT, " instead of in place"));
             }
             target = dir;
             locks.lock(dir);
@@ -208,8 +210,8 @@ final class LocalRepair implements Commit.Unit {
         Surgery s = request.surgery;
         if (!s.runsOnFlink()) return null;
         if (!FlinkJudge.flinkAvailable()) {
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, "--on-flink needs"
-                    + " Flink's jars on the class path (e.g. $FLINK_HOME/lib/*)");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.FLINK_MISSING, Message.of(Choice.ON_FLINK,
+                    " needs Flink's jars on the class path (e.g. $FLINK_HOME/lib/*)"));
         }
         return new KeyedRewriteJob(s.flinkEnvironment(), s.flinkJobManager(), s.threadCount(),
                 "checkpoint-surgeon: keyed state files of " + metadata);

@@ -2,6 +2,8 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.ProgressListener;
 import io.checkpointsurgeon.Surgery;
@@ -85,10 +87,10 @@ final class RemoteRepair {
             }
         }
         if (total <= REFERENCE_THRESHOLD) return request;
-        CheckpointSurgeon.progressListener().message(String.format(Locale.ROOT, "the relative state files of %s hold"
-                + " %s (more than %s): the new _metadata references the unchanged ones there instead of copying them"
-                + " (--copy-unchanged copies them)", rc.dir, InspectReport.formatBytes(total),
-                InspectReport.formatBytes(REFERENCE_THRESHOLD)));
+        CheckpointSurgeon.progressListener().message(Message.of(String.format(Locale.ROOT, "the relative state files"
+                + " of %s hold %s (more than %s): the new _metadata references the unchanged ones there instead of"
+                + " copying them (", rc.dir, InspectReport.formatBytes(total), InspectReport.formatBytes(REFERENCE_THRESHOLD)),
+                Choice.COPY_UNCHANGED, " copies them)"));
         return request.referencing(rc.dir);
     }
 

@@ -2,6 +2,8 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.Choice;
+import io.checkpointsurgeon.Message;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
@@ -42,9 +44,10 @@ public final class Repairs {
             throws CheckpointSurgeonException {
         if (surgery.runsOnFlink()) {
             // the tasks rewrite into local files of the stage; the remote route uploads from one machine
-            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, path + ": --on-flink"
-                    + " rewrites checkpoints on a path every TaskManager reads as a local file (one machine, or a"
-                    + " shared file system mounted at the same path); for a Flink path, run without --on-flink");
+            throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.INVALID_ARGUMENT, Message.of(path + ": ",
+                    Choice.ON_FLINK, " rewrites checkpoints on a path every TaskManager reads as a local file (one"
+                    + " machine, or a shared file system mounted at the same path); for a Flink path, run without ",
+                    Choice.ON_FLINK));
         }
         return RemoteRepair.apply(path, surgery, outputDir);
     }
