@@ -222,7 +222,7 @@ public final class Watch implements AutoCloseable {
         try {
             Process p = pb.start();
             try (OutputStream in = p.getOutputStream()) {
-                in.write(Json.write(findings).getBytes(StandardCharsets.UTF_8));
+                in.write(Json.write(findings, TextRenderer::jsonSpelling).getBytes(StandardCharsets.UTF_8));
             } catch (IOException e) {
                 // the hook need not read its input
             }

@@ -1,27 +1,35 @@
 package io.checkpointsurgeon.internal;
 
+import io.checkpointsurgeon.Growth;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.lang.reflect.Parameter;
 import java.util.Collection;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * A minimal JSON writer for the report value classes: the parameters of a class's widest
  * constructor (compiled with {@code -parameters}) become fields, in their order, read from the
- * fields of the same names; an enum is its {@code toString()}, a {@code Map} an object in its
+ * fields of the same names; an enum (and {@link Growth.StateMode}, an operator state's mode or a
+ * keyed state's kind) is its {@code toString()}, a {@code Map} an object in its
  * iteration order. And a reader for Flink's REST answers ({@link #parse}). Not API.
  */
 public final class Json {
     private Json() {}
 
     public static String write(Object value) {
+        return write(value, Enum::toString);
+    }
+
+    /** {@link #write(Object)} with each enum constant spelled by {@code spelling} (an application's word for it). */
+    public static String write(Object value, Function<Enum<?>, String> spelling) {
         StringBuilder sb = new StringBuilder();
-        write(sb, value, 0);
+        write(sb, value, 0, spelling);
         return sb.append('\n').toString();
     }
 
-    private static void write(StringBuilder sb, Object v, int indent) {
+    private static void write(StringBuilder sb, Object v, int indent, Function<Enum<?>, String> spelling) {
         if (v == null) {
             sb.append("null");
         } else if (v instanceof String) {
@@ -29,6 +37,8 @@ public final class Json {
         } else if (v instanceof Number || v instanceof Boolean) {
             sb.append(v);
         } else if (v instanceof Enum<?>) {
+            string(sb, spelling.apply((Enum<?>) v));
+        } else if (v instanceof Growth.StateMode) {
             string(sb, v.toString());
         } else if (v instanceof Map<?, ?>) {
             Map<?, ?> m = (Map<?, ?>) v;
@@ -38,7 +48,7 @@ public final class Json {
                 pad(sb, indent + 1);
                 string(sb, String.valueOf(e.getKey()));
                 sb.append(": ");
-                write(sb, e.getValue(), indent + 1);
+                write(sb, e.getValue(), indent + 1, spelling);
                 sb.append(++i < m.size() ? ",\n" : "\n");
             }
             pad(sb, indent);
@@ -53,7 +63,7 @@ public final class Json {
             int i = 0;
             for (Object o : c) {
                 pad(sb, indent + 1);
-                write(sb, o, indent + 1);
+                write(sb, o, indent + 1, spelling);
                 sb.append(++i < c.size() ? ",\n" : "\n");
             }
             pad(sb, indent);
@@ -68,7 +78,7 @@ public final class Json {
                 try {
                     Field f = v.getClass().getDeclaredField(ps[i].getName());
                     f.setAccessible(true);
-                    write(sb, f.get(v), indent + 1);
+                    write(sb, f.get(v), indent + 1, spelling);
                 } catch (ReflectiveOperationException e) {
                     throw new IllegalStateException(v.getClass() + " is no value class for JSON", e);
                 }
