@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CLI's output as a set of files, to show that a change leaves it byte-identical: `--help` of
 # every command, `inspect` (text, --json, --subtasks, --html), `doctor` (text, --json), plans of
-# every surgery (text and --json), `diff`, `history` (text, --json, --svg, --html), `watch --once`
-# with its hook's input, usage errors, and the errors, findings and blockers that name an option or
+# every surgery (text and --json), `diff`, `history` (text, --json, --svg, --html; with --keyed too),
+# `watch --once` with its hook's input, usage errors, and the errors, findings and blockers that name an option or
 # command (--older-than, --in-place, --output, --on-flink, --plugins, ...), on fixtures of Flink
 # 1.15.4, 1.20.3 and 2.3.0.
 #
@@ -120,6 +120,16 @@ for v in 1.15.4 1.20.3 2.3.0; do
     run "$v-ha-repair" ha repair "$f/stale-union" --state topic-partition-offset-states
 done
 
+# keyed states beside operator states in the mode column of diff and history (keyed value, keyed timers, ...)
+k=tests/fixtures/1.20.3
+run 1.20.3-diff-keyed diff "$k/keyed-hashmap" "$k/keyed-all-hashmap" --keyed
+run 1.20.3-diff-keyed-json diff "$k/keyed-hashmap" "$k/keyed-all-hashmap" --keyed --json
+run 1.20.3-history-keyed history "$k/keyed-hashmap" "$k/keyed-all-hashmap" --keyed --json --svg "$work/history.svg" \
+    --html "$work/history.html"
+cp "$work/history.svg" "$out/1.20.3-history-keyed.svg"
+cp "$work/history.html" "$out/1.20.3-history-keyed.html"
+rm -f "$work"/*.html "$work"/*.svg
+
 run ha-list-without-flink ha list tests/fixtures/1.15.4/ha
 run ha-doctor-without-flink doctor tests/fixtures/1.15.4/ha
 
@@ -147,7 +157,9 @@ run doctor-stale-keyed-json doctor tests/fixtures/1.20.3/keyed-stale-hashmap --e
 # watch: one job directory (a fixed path, so that the output names it the same way every run)
 w=$fixed-watch
 rm -rf "$w" && mkdir -p "$w/job-a" && cp -r tests/fixtures/1.20.3/stale-union-restore-0 "$w/job-a/chk-2"
-run watch-once watch --dir "$w" --once --on-finding "cat > $work/hook.json"
+# a FlinkKafkaConsumer state: the hook's JSON names the remedy kafka migrate-legacy
+mkdir -p "$w/job-b" && cp -r tests/fixtures/1.20.3/union-growth-p2-r1 "$w/job-b/chk-1"
+run watch-once watch --dir "$w" --once --on-finding "cat >> $work/hook.json"
 cp "$work/hook.json" "$out/watch-hook.json"
 sed -i -e '/checkpoint_surgeon_inspect_seconds{/d' -e '/checkpoint_surgeon_last_checkpoint_\(age\|timestamp\)_seconds{/d' \
     "$out/watch-once"

@@ -38,7 +38,7 @@ use crate::report::keyed::{
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
 use crate::surgery::keyed::{KeyedHandleChange, KeyedOperation};
-use crate::surgery::{Depth, NewIdentity, Operation, Plan, Request, Selector};
+use crate::surgery::{ChangeAction, Depth, NewIdentity, Operation, Plan, Request, Selector};
 use bytes::Bytes;
 
 pub mod samples;
@@ -583,7 +583,8 @@ pub struct ChangeSummary {
     pub operator: String,
     pub subtask: i32,
     pub state: String,
-    pub action: String,
+    /// On the wire as its name ([`ChangeAction::as_str`]); Java decodes it by that name.
+    pub action: ChangeAction,
     pub elements_before: i64,
     pub elements_after: i64,
     pub bytes_removed: i64,
@@ -674,7 +675,7 @@ impl PlanSummary {
                         operator: c.operator.clone(),
                         subtask: c.subtask,
                         state: c.state.clone(),
-                        action: c.action.to_string(),
+                        action: c.action,
                         elements_before: counted.map_or(c.elements_before, |k| k.0),
                         elements_after: c.elements_after,
                         bytes_removed: counted.map_or(c.bytes_removed, |k| k.1),
@@ -718,7 +719,7 @@ impl PlanSummary {
             e.str(&c.operator);
             e.i32(c.subtask);
             e.str(&c.state);
-            e.str(&c.action);
+            e.str(c.action.as_str());
             e.i64(c.elements_before);
             e.i64(c.elements_after);
             e.i64(c.bytes_removed);
@@ -756,11 +757,18 @@ impl PlanSummary {
             metadata_bytes_before: d.i64()?,
             metadata_bytes_after: d.i64()?,
             changes: d.list(48, |d| {
+                let operator = d.str()?;
+                let subtask = d.i32()?;
+                let state = d.str()?;
+                let at = d.pos;
+                let name = d.str()?;
+                let action = ChangeAction::from_name(&name)
+                    .ok_or_else(|| d.err(at, format!("a change action, found {name}")))?;
                 Ok(ChangeSummary {
-                    operator: d.str()?,
-                    subtask: d.i32()?,
-                    state: d.str()?,
-                    action: d.str()?,
+                    operator,
+                    subtask,
+                    state,
+                    action,
                     elements_before: d.i64()?,
                     elements_after: d.i64()?,
                     bytes_removed: d.i64()?,

@@ -15,7 +15,7 @@ use checkpoint_surgeon::codec::keyed::{heap, manifest, meta, read_handle, sst};
 use checkpoint_surgeon::codec::metadata::{SubtaskEntry, Subtasks};
 use checkpoint_surgeon::codec::snappy;
 use checkpoint_surgeon::commit::{self, Checkpoint, Staged};
-use checkpoint_surgeon::surgery::{plan, Plan, Request, Selector};
+use checkpoint_surgeon::surgery::{plan, ChangeAction, Plan, Request, Selector};
 use checkpoint_surgeon::{Code, Error};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -437,7 +437,7 @@ fn the_staged_figures_count_the_removed_entries() {
         assert_eq!(rows.len(), a.plan.keyed.len());
         assert!(rows
             .iter()
-            .all(|c| c.action == "remove-keyed-state" && c.elements_before == -1));
+            .all(|c| c.action == ChangeAction::RemoveKeyedState && c.elements_before == -1));
         // what crosses to Java once staged: each row with its handle's counted figures
         let summary = checkpoint_surgeon::wire::PlanSummary::of(&cp, &a.plan, Some(&a.staged));
         let rows: Vec<_> = summary

@@ -11,7 +11,9 @@ use checkpoint_surgeon::codec::uid::operator_id_for_uid;
 use checkpoint_surgeon::commit;
 use checkpoint_surgeon::commit::read::Checkpoint;
 use checkpoint_surgeon::report::describe;
-use checkpoint_surgeon::surgery::{self, Depth, NewIdentity, Operation, Request, Selector};
+use checkpoint_surgeon::surgery::{
+    self, ChangeAction, Depth, NewIdentity, Operation, Request, Selector,
+};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -154,7 +156,7 @@ fn purge_removes_the_stale_union_state_and_keeps_everything_else() {
         assert!(plan
             .changes
             .iter()
-            .all(|c| c.action == "purge-state" && c.elements_after == 0));
+            .all(|c| c.action == ChangeAction::PurgeState && c.elements_after == 0));
         let removed: i64 = plan.changes.iter().map(|c| c.elements_before).sum();
         assert!(removed > 0);
         // gone from every handle map and every stream header
@@ -598,7 +600,7 @@ fn rename_operator_moves_all_state_including_the_coordinator_state() {
         let (_, after, plan) = run(&dir, req, &out);
         let new_id = operator_id_for_uid("renamed source\twith a tab");
         assert_eq!(plan.changes.len(), 1);
-        assert_eq!(plan.changes[0].action, "rename-operator");
+        assert_eq!(plan.changes[0].action, ChangeAction::RenameOperator);
         let moved = after
             .metadata
             .operators
@@ -724,7 +726,7 @@ fn relocate_moves_every_absolute_path_and_nothing_else() {
             }
             assert!(plan.new_streams.is_empty(), "no stream is rewritten");
             assert_eq!(plan.changes.len(), 1);
-            assert_eq!(plan.changes[0].action, "relocate");
+            assert_eq!(plan.changes[0].action, ChangeAction::Relocate);
             // relocating back gives the very bytes Flink wrote
             let back = Checkpoint::from_bytes(
                 "relocated",
@@ -817,7 +819,7 @@ fn reference_unchanged_points_at_the_source_and_places_nothing() {
         assert!(plan
             .changes
             .iter()
-            .any(|c| c.action == "reference-unchanged"
+            .any(|c| c.action == ChangeAction::ReferenceUnchanged
                 && c.detail.contains("depends on that directory")));
         // the output holds only the new files and _metadata
         let files = std::fs::read_dir(&out).unwrap().count();

@@ -13,7 +13,7 @@
 //! slices, decoded from their snappy frames when compressed (Flink 1.19+'s layout; 1.18's is
 //! refused, see [`opstate::split_stream`]).
 
-use super::{delegate_location, replace_stream, Change, NewStream, Selector};
+use super::{delegate_location, replace_stream, Change, ChangeAction, NewStream, Selector};
 use crate::codec::elements::{self, ElementType};
 use crate::codec::handles::{Mode, OperatorHandle, StreamHandle};
 use crate::codec::io::JStr;
@@ -275,7 +275,7 @@ impl OperatorSurgery<'_> {
         op: &OperatorState,
         subtask: i32,
         state: &str,
-        action: &'static str,
+        action: ChangeAction,
     ) -> &mut Change {
         self.changes.push(Change {
             operator: op.hex_id(),
@@ -399,7 +399,7 @@ impl OperatorSurgery<'_> {
                             }
                         }
                     }
-                    let c = self.change(op, index, LEGACY_STATE, "purge-state");
+                    let c = self.change(op, index, LEGACY_STATE, ChangeAction::PurgeState);
                     c.elements_before = part.elements.len() as i64;
                     c.bytes_removed = bytes as i64;
                 }
@@ -525,7 +525,7 @@ impl OperatorSurgery<'_> {
                     .collect(),
             });
             for (s, legacy) in &mine {
-                let c = self.change(op, i, SOURCE_READER_STATE, "kafka-split");
+                let c = self.change(op, i, SOURCE_READER_STATE, ChangeAction::KafkaSplit);
                 c.elements_after = 1;
                 c.detail = format!(
                     "{}-{}: legacy offset {} -> starting offset {}",
@@ -545,7 +545,7 @@ impl OperatorSurgery<'_> {
             initial_discovery_finished: true,
         };
         let data = Bytes::from(kafka::encode_enum_state(&enum_state));
-        let c = self.change(op, -1, "coordinator", "kafka-enumerator");
+        let c = self.change(op, -1, "coordinator", ChangeAction::KafkaEnumerator);
         c.elements_after = splits.len() as i64;
         c.detail = format!(
             "KafkaSourceEnumState version {enum_state_version}: {} partitions ASSIGNED to {p} readers ({} bytes)",
@@ -728,9 +728,9 @@ impl OperatorSurgery<'_> {
                 index,
                 SOURCE_READER_STATE,
                 if to.is_none() {
-                    "kafka-drop-split"
+                    ChangeAction::KafkaDropSplit
                 } else {
-                    "kafka-set-offset"
+                    ChangeAction::KafkaSetOffset
                 },
             );
             c.elements_before = before as i64;
@@ -776,7 +776,7 @@ impl OperatorSurgery<'_> {
             }
             s.splits = kept;
             if !details.is_empty() {
-                let c = self.change(op, -1, "coordinator", "kafka-enumerator");
+                let c = self.change(op, -1, "coordinator", ChangeAction::KafkaEnumerator);
                 c.elements_before = before as i64;
                 c.elements_after = s.splits.len() as i64;
                 c.detail = format!(

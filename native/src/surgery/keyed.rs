@@ -22,7 +22,7 @@
 //! operator finds its timers by that prefix and its timer service's name, so any other name would
 //! never be read again.
 
-use super::{delegate_location, replace_stream, Change, NewStream, Selector};
+use super::{delegate_location, replace_stream, Change, ChangeAction, NewStream, Selector};
 use crate::codec::handles::{KeyGroups, KeyedHandle, StreamHandle};
 use crate::codec::io::JStr;
 use crate::codec::keyed::handle::{key_groups_format, stream_name, SnapshotFormat};
@@ -358,8 +358,8 @@ fn change_rows(
 ) {
     for (i, (s, name)) in meta.states.iter().zip(edit).enumerate() {
         let (action, extra) = match name {
-            None => ("remove-keyed-state", String::new()),
-            Some(n) if *n != s.name => ("rename-keyed-state", format!("to '{n}'; ")),
+            None => (ChangeAction::RemoveKeyedState, String::new()),
+            Some(n) if *n != s.name => (ChangeAction::RenameKeyedState, format!("to '{n}'; ")),
             Some(_) => continue,
         };
         let timers = if s.backend_type == BackendStateType::PriorityQueue {

@@ -267,6 +267,73 @@ impl Request {
     }
 }
 
+/// What a change of the plan does; [`ChangeAction::as_str`] is its spelling in plans and on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeAction {
+    /// An operator state's header entry and elements cut out of its stream, and its name dropped.
+    PurgeState,
+    /// An operator state's name dropped from the handle map only (`--metadata-only`).
+    DropMapEntry,
+    /// A union state's repeated elements cut out of its stream.
+    DedupeUnion,
+    RemoveOperator,
+    /// A new operator id (from a uid or given) or a new name.
+    RenameOperator,
+    RemoveKeyedState,
+    RenameKeyedState,
+    /// A Kafka source reader's splits written from FlinkKafkaConsumer's offsets.
+    KafkaSplit,
+    /// A Kafka source's enumerator (coordinator) state written anew.
+    KafkaEnumerator,
+    KafkaDropSplit,
+    KafkaSetOffset,
+    /// Absolute paths under one prefix moved under another.
+    Relocate,
+    /// Unchanged state files referenced in the source directory instead of placed in the output.
+    ReferenceUnchanged,
+}
+
+impl ChangeAction {
+    pub const ALL: [ChangeAction; 13] = [
+        ChangeAction::PurgeState,
+        ChangeAction::DropMapEntry,
+        ChangeAction::DedupeUnion,
+        ChangeAction::RemoveOperator,
+        ChangeAction::RenameOperator,
+        ChangeAction::RemoveKeyedState,
+        ChangeAction::RenameKeyedState,
+        ChangeAction::KafkaSplit,
+        ChangeAction::KafkaEnumerator,
+        ChangeAction::KafkaDropSplit,
+        ChangeAction::KafkaSetOffset,
+        ChangeAction::Relocate,
+        ChangeAction::ReferenceUnchanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeAction::PurgeState => "purge-state",
+            ChangeAction::DropMapEntry => "drop-map-entry",
+            ChangeAction::DedupeUnion => "dedupe-union",
+            ChangeAction::RemoveOperator => "remove-operator",
+            ChangeAction::RenameOperator => "rename-operator",
+            ChangeAction::RemoveKeyedState => "remove-keyed-state",
+            ChangeAction::RenameKeyedState => "rename-keyed-state",
+            ChangeAction::KafkaSplit => "kafka-split",
+            ChangeAction::KafkaEnumerator => "kafka-enumerator",
+            ChangeAction::KafkaDropSplit => "kafka-drop-split",
+            ChangeAction::KafkaSetOffset => "kafka-set-offset",
+            ChangeAction::Relocate => "relocate",
+            ChangeAction::ReferenceUnchanged => "reference-unchanged",
+        }
+    }
+
+    /// The action [`Self::as_str`] spells `name`.
+    pub fn from_name(name: &str) -> Option<ChangeAction> {
+        ChangeAction::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
 /// One line of the plan.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
@@ -274,7 +341,7 @@ pub struct Change {
     /// -1 for a whole-operator change.
     pub subtask: i32,
     pub state: String,
-    pub action: &'static str,
+    pub action: ChangeAction,
     pub elements_before: i64,
     pub elements_after: i64,
     /// Bytes the change removes from the state streams (0 for map-only changes).
@@ -285,7 +352,7 @@ pub struct Change {
 
 impl Change {
     /// A change of a whole operator (remove, rename).
-    fn operator(op: &OperatorState, action: &'static str, detail: String) -> Change {
+    fn operator(op: &OperatorState, action: ChangeAction, detail: String) -> Change {
         Change {
             operator: op.hex_id(),
             subtask: -1,

@@ -4,7 +4,7 @@
 //! private files, changelog files, file-merging segments and their directories. Relative handles
 //! (files next to `_metadata`) need nothing: they move with the directory. No stream changes.
 
-use super::Change;
+use super::{Change, ChangeAction};
 use crate::codec::handles::StreamHandle;
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
@@ -91,7 +91,7 @@ pub fn relocate(
         operator: String::new(),
         subtask: -1,
         state: String::new(),
-        action: "relocate",
+        action: ChangeAction::Relocate,
         elements_before: 0,
         elements_after: 0,
         bytes_removed: 0,
@@ -142,7 +142,7 @@ pub fn reference_unchanged(
         operator: String::new(),
         subtask: -1,
         state: String::new(),
-        action: "reference-unchanged",
+        action: ChangeAction::ReferenceUnchanged,
         elements_before: 0,
         elements_after: 0,
         bytes_removed: 0,

@@ -2,7 +2,7 @@
 //! (when purging or de-duplicating) the streams of every handle that changes.
 
 use super::cut::{rewrite_stream, HandleEdit, Replacement};
-use super::{delegate_location, replace_stream, Change, Depth, NewStream, Selector};
+use super::{delegate_location, replace_stream, Change, ChangeAction, Depth, NewStream, Selector};
 use crate::codec::handles::Mode;
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
@@ -38,7 +38,11 @@ impl Removals {
         for (i, op) in md.operators.iter().enumerate() {
             if operators.matches(op) && self.removed_ops.insert(i) {
                 hit = true;
-                changes.push(Change::operator(op, "remove-operator", String::new()));
+                changes.push(Change::operator(
+                    op,
+                    ChangeAction::RemoveOperator,
+                    String::new(),
+                ));
             }
         }
         Ok(hit)
@@ -170,9 +174,9 @@ impl Removals {
                     subtask: at.subtask,
                     state: s.name.to_string(),
                     action: match (removing, purge) {
-                        (true, true) => "purge-state",
-                        (true, false) => "drop-map-entry",
-                        (false, _) => "dedupe-union",
+                        (true, true) => ChangeAction::PurgeState,
+                        (true, false) => ChangeAction::DropMapEntry,
+                        (false, _) => ChangeAction::DedupeUnion,
                     },
                     elements_before: s.offsets.len() as i64,
                     elements_after: match keep {

@@ -3,7 +3,7 @@
 //! id in `_metadata` (every subtask's operator, keyed and channel state, the coordinator state
 //! and the finished markers), so all of it moves; no stream changes.
 
-use super::{hex, Change, NewIdentity, Selector};
+use super::{hex, Change, ChangeAction, NewIdentity, Selector};
 use crate::codec::io::JStr;
 use crate::codec::metadata::CheckpointMetadata;
 use crate::codec::uid::operator_id_for_uid;
@@ -112,7 +112,11 @@ pub fn rename(
         made.push("no change: the operator has this identity already".into());
     }
     // the change names the operator as the request selected it; the detail what it becomes
-    changes.push(Change::operator(op, "rename-operator", made.join(", ")));
+    changes.push(Change::operator(
+        op,
+        ChangeAction::RenameOperator,
+        made.join(", "),
+    ));
     op.id = new_id;
     op.uid = new_uid;
     op.name = new_name;

@@ -21,7 +21,7 @@ use crate::report::keyed::{
 };
 use crate::surgery::kafka::{KafkaOperation, NewOffset};
 use crate::surgery::keyed::KeyedOperation;
-use crate::surgery::{Depth, NewIdentity, Operation, Request, Selector};
+use crate::surgery::{ChangeAction, Depth, NewIdentity, Operation, Request, Selector};
 use bytes::Bytes;
 
 fn s(v: &str) -> String {
@@ -120,7 +120,8 @@ pub fn plan() -> PlanSummary {
             operator: s("change.operator"),
             subtask: 3,
             state: s("change.state"),
-            action: s("change.action"),
+            // one of the actions: Java decodes it as SurgeryPlan.Change.Action, which a swapped-in string fails
+            action: ChangeAction::KafkaSetOffset,
             elements_before: 1003,
             elements_after: 1004,
             bytes_removed: 1005,

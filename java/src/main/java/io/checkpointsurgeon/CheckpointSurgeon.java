@@ -602,8 +602,7 @@ public final class CheckpointSurgeon {
 
             @Override
             public String toString() {
-                // the JSON spelling of the releases before this enum
-                return this == MIGRATE_KAFKA_LEGACY ? "kafka migrate-legacy" : Spelling.of(this);
+                return Spelling.of(this);
             }
         }
 

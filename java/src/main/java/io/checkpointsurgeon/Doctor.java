@@ -460,7 +460,7 @@ final class Doctor {
                         StaleStates.explain(e)),
                         e == StaleStates.KAFKA ? remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY, op.id(), null)
                                 : CheckpointSurgeon.Remedy.inspect(false),
-                        e.mode.equals("UNION") && e != StaleStates.KAFKA
+                        e.mode == InspectReport.Mode.UNION && e != StaleStates.KAFKA
                                 ? List.of(remedy(CheckpointSurgeon.Remedy.Action.REMOVE_STATE, op.id(), t.name())) : List.of()));
             }
             if (op.coordinatorStateBytes() >= StaleStates.CDC_MIN_BYTES

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 
 /**
@@ -35,16 +36,74 @@ public final class Growth {
         }
     }
 
+    /**
+     * The mode column of a diff or history, where operator and keyed states stand side by side: an
+     * operator state's distribution mode (Flink's {@code OperatorStateHandle.Mode}), or a keyed
+     * state's kind (its {@code BackendStateType} and {@code StateDescriptor.Type}). {@link #toString()}
+     * is its spelling in JSON and text: the mode's name ({@code UNION}), or {@code keyed value},
+     * {@code keyed timers}, ...
+     */
+    public static final class StateMode {
+        private final InspectReport.Mode operatorMode;
+        private final KeyedReport.BackendStateType backendStateType;
+        private final KeyedReport.StateType stateType;
+
+        private StateMode(InspectReport.Mode operatorMode, KeyedReport.BackendStateType backendStateType,
+                KeyedReport.StateType stateType) {
+            this.operatorMode = operatorMode;
+            this.backendStateType = backendStateType;
+            this.stateType = stateType;
+        }
+
+        /** An operator state of this distribution mode. */
+        public static StateMode of(InspectReport.Mode mode) {
+            return new StateMode(Objects.requireNonNull(mode, "mode"), null, null);
+        }
+
+        /** A keyed state of the kind {@code s} is. */
+        public static StateMode keyed(KeyedReport.State s) {
+            return new StateMode(null, s.backendStateType(), s.stateType());
+        }
+
+        /** The operator state's distribution mode; null for a keyed state. */
+        public InspectReport.Mode operatorMode() {
+            return operatorMode;
+        }
+
+        /** Whether this is a keyed state's kind. */
+        public boolean keyed() {
+            return operatorMode == null;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof StateMode)) return false;
+            StateMode that = (StateMode) o;
+            return operatorMode == that.operatorMode && backendStateType == that.backendStateType
+                    && stateType == that.stateType;
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(operatorMode, backendStateType, stateType);
+        }
+
+        @Override
+        public String toString() {
+            return keyed() ? "keyed " + KeyedReport.kind(backendStateType, stateType) : operatorMode.name();
+        }
+    }
+
     /** One state of one operator in checkpoints A and B (-1: not in that checkpoint). */
     public static final class StateChange {
         private final String operatorId;
         private final String state;
-        private final String mode;
+        private final StateMode mode;
         private final SizeChange change;
         private final long elementsA, elementsB, bytesA, bytesB, distinctA, distinctB;
         private final double factor;
 
-        public StateChange(String operatorId, String state, String mode, SizeChange change, long elementsA, long elementsB,
+        public StateChange(String operatorId, String state, StateMode mode, SizeChange change, long elementsA, long elementsB,
                 long bytesA, long bytesB, long distinctA, long distinctB, double factor) {
             this.operatorId = operatorId;
             this.state = state;
@@ -67,7 +126,7 @@ public final class Growth {
             return state;
         }
 
-        public String mode() {
+        public StateMode mode() {
             return mode;
         }
 
@@ -239,10 +298,10 @@ public final class Growth {
     public static final class StateSize {
         private final String operatorId;
         private final String state;
-        private final String mode;
+        private final StateMode mode;
         private final long elements, bytes, distinct;
 
-        public StateSize(String operatorId, String state, String mode, long elements, long bytes, long distinct) {
+        public StateSize(String operatorId, String state, StateMode mode, long elements, long bytes, long distinct) {
             this.operatorId = operatorId;
             this.state = state;
             this.mode = mode;
@@ -259,7 +318,7 @@ public final class Growth {
             return state;
         }
 
-        public String mode() {
+        public StateMode mode() {
             return mode;
         }
 
@@ -280,7 +339,7 @@ public final class Growth {
 
     /** Every operator state of a checkpoint, by operator id and state name. */
     public static List<StateSize> stateSizes(InspectReport r) {
-        Map<List<String>, String> modes = new LinkedHashMap<>();
+        Map<List<String>, StateMode> modes = new LinkedHashMap<>();
         List<StateSize> out = new ArrayList<>();
         for (Map.Entry<List<String>, long[]> e : states(r, modes).entrySet()) {
             long[] v = e.getValue();
@@ -293,22 +352,17 @@ public final class Growth {
     private static final Comparator<List<String>> KEY_ORDER = Comparator.comparing((List<String> l) -> l.get(0))
             .thenComparing(l -> l.get(1)).thenComparing(l -> l.size() > 2 ? l.get(2) : "");
 
-    /** The mode of a keyed state in diffs and histories: {@code keyed value}, {@code keyed timers}, ... */
-    static String keyedMode(KeyedReport.State s) {
-        return "keyed " + s.kind();
-    }
-
     /**
      * Per operator id and keyed state name (the key's third part is {@code keyed}, so that an
      * operator state of the same name stays apart): entries, stored bytes, -1 (no distinct values).
      */
-    static Map<List<String>, long[]> keyedStates(KeyedReport k, Map<List<String>, String> modes) {
+    static Map<List<String>, long[]> keyedStates(KeyedReport k, Map<List<String>, StateMode> modes) {
         Map<List<String>, long[]> out = new TreeMap<>(KEY_ORDER);
         if (k == null) return out;
         for (KeyedReport.Operator op : k.operators()) {
             for (KeyedReport.State st : op.states()) {
                 List<String> key = List.of(op.id(), st.name(), "keyed");
-                modes.put(key, keyedMode(st));
+                modes.put(key, StateMode.keyed(st));
                 out.put(key, new long[] {st.total().entries(), st.total().storedBytes(), -1});
             }
         }
@@ -316,14 +370,14 @@ public final class Growth {
     }
 
     /** Per operator id and state name: elements, bytes, distinct (max per subtask), mode. */
-    static Map<List<String>, long[]> states(InspectReport r, Map<List<String>, String> modes) {
+    static Map<List<String>, long[]> states(InspectReport r, Map<List<String>, StateMode> modes) {
         Map<List<String>, long[]> out = new TreeMap<>(KEY_ORDER);
         for (InspectReport.OperatorInfo op : r.operators()) {
             for (InspectReport.SubtaskInfo s : op.subtasks()) {
                 for (InspectReport.OperatorStateHandleInfo h : s.operatorStateHandles()) {
                     for (InspectReport.StateInfo st : h.states()) {
                         List<String> key = List.of(op.id(), st.name());
-                        modes.put(key, st.mode().name());
+                        modes.put(key, StateMode.of(st.mode()));
                         long[] v = out.computeIfAbsent(key, k -> new long[] {0, 0, -1});
                         v[0] += st.elements();
                         v[1] += Math.max(0, st.bytes());
@@ -346,7 +400,7 @@ public final class Growth {
      * reports are given ({@link CheckpointSurgeon#inspectKeyed(String)}; null: none).
      */
     public static Diff diff(InspectReport a, InspectReport b, KeyedReport keyedA, KeyedReport keyedB) {
-        Map<List<String>, String> modes = new LinkedHashMap<>();
+        Map<List<String>, StateMode> modes = new LinkedHashMap<>();
         Map<List<String>, long[]> sa = states(a, modes), sb = states(b, modes);
         sa.putAll(keyedStates(keyedA, modes));
         sb.putAll(keyedStates(keyedB, modes));
@@ -556,12 +610,12 @@ public final class Growth {
     public static final class Series {
         private final String operatorId;
         private final String state;
-        private final String mode;
+        private final StateMode mode;
         private final List<Long> elements;
         private final List<Long> bytes;
         private final List<Integer> parallelism;
 
-        public Series(String operatorId, String state, String mode, List<Long> elements, List<Long> bytes,
+        public Series(String operatorId, String state, StateMode mode, List<Long> elements, List<Long> bytes,
                 List<Integer> parallelism) {
             this.operatorId = operatorId;
             this.state = state;
@@ -579,7 +633,7 @@ public final class Growth {
             return state;
         }
 
-        public String mode() {
+        public StateMode mode() {
             return mode;
         }
 
@@ -652,7 +706,7 @@ public final class Growth {
         for (int i = 0; i < reports.size(); i++) order.add(i);
         order.sort(Comparator.comparingLong(i -> reports.get(i).checkpointId()));
         List<Checkpoint> cps = new ArrayList<>();
-        Map<List<String>, String> modes = new LinkedHashMap<>();
+        Map<List<String>, StateMode> modes = new LinkedHashMap<>();
         List<Map<List<String>, long[]>> per = new ArrayList<>();
         List<Map<String, Integer>> parallelism = new ArrayList<>();
         List<Map<List<String>, UnionCopies>> copies = new ArrayList<>();
@@ -680,9 +734,9 @@ public final class Growth {
                 by.add(v == null ? -1 : v[1]);
                 par.add(parallelism.get(i).getOrDefault(k.get(0), -1));
             }
-            String mode = modes.get(k);
+            StateMode mode = modes.get(k);
             series.add(new Series(k.get(0), k.get(1), mode, el, by, par));
-            if (!"UNION".equals(mode)) continue;
+            if (mode.operatorMode() != InspectReport.Mode.UNION) continue;
             List<String> steps = new ArrayList<>();
             boolean proven = false;
             int countsOnly = 0;

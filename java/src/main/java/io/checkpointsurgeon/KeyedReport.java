@@ -108,6 +108,13 @@ public final class KeyedReport extends Value {
         }
     }
 
+    /** A keyed state's kind in words ({@link State#kind()}): {@code value}, {@code map}, ..., or {@code timers}. */
+    static String kind(BackendStateType backendStateType, StateType stateType) {
+        if (backendStateType == BackendStateType.PRIORITY_QUEUE) return "timers";
+        return stateType == null ? backendStateType.name().toLowerCase(Locale.ROOT)
+                : stateType.name().toLowerCase(Locale.ROOT);
+    }
+
     /** The keyed state of one operator. */
     public static final class Operator extends Value {
         private final String id;
@@ -218,9 +225,7 @@ public final class KeyedReport extends Value {
 
         /** What kind of state this is, in words: {@code value}, {@code map}, ..., or {@code timers}. */
         public String kind() {
-            if (backendStateType == BackendStateType.PRIORITY_QUEUE) return "timers";
-            return stateType == null ? backendStateType.name().toLowerCase(Locale.ROOT)
-                    : stateType.name().toLowerCase(Locale.ROOT);
+            return KeyedReport.kind(backendStateType, stateType);
         }
 
         /** The key serializer first, then the state's own, as the meta info lists them. */

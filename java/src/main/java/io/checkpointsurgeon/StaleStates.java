@@ -12,13 +12,11 @@ import java.util.List;
  * the connector's own, checked in its source (repository, path and line beside each entry).
  */
 final class StaleStates {
-    /** The mode of a source's enumerator state: the operator's coordinator state, not an operator state. */
-    static final String COORDINATOR = "coordinator";
-
     /** One known state. */
     static final class Entry {
         final String state;
-        final String mode;
+        /** The operator state's distribution mode; null for a source's coordinator state ({@link #coordinator()}). */
+        final InspectReport.Mode mode;
         final String connector;
         final String connectorClass;
         final String why;
@@ -33,12 +31,12 @@ final class StaleStates {
          */
         final String elementType;
 
-        Entry(String state, String mode, String connector, String connectorClass, String why, String fix,
+        Entry(String state, InspectReport.Mode mode, String connector, String connectorClass, String why, String fix,
               long minElements, String notWith) {
             this(state, mode, connector, connectorClass, why, Message.of(fix), minElements, notWith, null);
         }
 
-        Entry(String state, String mode, String connector, String connectorClass, String why, Message fix,
+        Entry(String state, InspectReport.Mode mode, String connector, String connectorClass, String why, Message fix,
               long minElements, String notWith, String elementType) {
             this.state = state;
             this.mode = mode;
@@ -51,6 +49,11 @@ final class StaleStates {
             this.elementType = elementType;
         }
 
+        /** Whether the state is a source's enumerator state: the operator's coordinator state, not an operator state. */
+        boolean coordinator() {
+            return mode == null;
+        }
+
         /** "FlinkKafkaConsumer (org.apache...FlinkKafkaConsumerBase)". */
         String who() {
             return connector + " (" + connectorClass + ")";
@@ -61,7 +64,7 @@ final class StaleStates {
             // apache/flink-connector-kafka v3.4.0, flink-connector-kafka/src/main/java/org/apache/flink/
             // streaming/connectors/kafka/FlinkKafkaConsumerBase.java:118 (OFFSETS_STATE_NAME), :986
             // (getUnionListState); the consumer is gone from connector 4.0 on
-            "topic-partition-offset-states", "UNION", "FlinkKafkaConsumer",
+            "topic-partition-offset-states", InspectReport.Mode.UNION, "FlinkKafkaConsumer",
             "org.apache.flink.streaming.connectors.kafka.FlinkKafkaConsumerBase",
             "every subtask restores the offsets of all partitions and a KafkaSource under the same uid never"
                     + " reads them, so Flink carries them on, once per subtask",
@@ -74,7 +77,7 @@ final class StaleStates {
             // apache/flink-connector-aws v5.0.0, flink-connector-aws/flink-connector-kinesis/src/main/java/
             // org/apache/flink/streaming/connectors/kinesis/FlinkKinesisConsumer.java:168
             // (sequenceNumsStateStoreName), :458 (getUnionListState)
-            "Kinesis-Stream-Shard-State", "UNION", "FlinkKinesisConsumer",
+            "Kinesis-Stream-Shard-State", InspectReport.Mode.UNION, "FlinkKinesisConsumer",
             "org.apache.flink.streaming.connectors.kinesis.FlinkKinesisConsumer",
             "a union state of every shard's sequence number: each subtask restores all shards, including closed"
                     + " shards of past reshards, and a KinesisStreamsSource under the same uid never reads it",
@@ -87,7 +90,7 @@ final class StaleStates {
             // streamnative/pulsar-flink b09086b42d5b6fb9d738657dfe7526d165c1ad00, pulsar-flink-connector/src/
             // main/java/org/apache/flink/streaming/connectors/pulsar/FlinkPulsarSource.java:116
             // (OFFSETS_STATE_NAME_V3), :808 (getUnionListState)
-            "topic-offset-states", "UNION", "FlinkPulsarSource (StreamNative pulsar-flink, also FlinkPulsarRowSource)",
+            "topic-offset-states", InspectReport.Mode.UNION, "FlinkPulsarSource (StreamNative pulsar-flink, also FlinkPulsarRowSource)",
             "org.apache.flink.streaming.connectors.pulsar.FlinkPulsarSource",
             "a union state of every topic range's MessageId, restored whole into every subtask; the connector"
                     + " targets Flink 1.13 and Flink's PulsarSource (flink-connector-pulsar) never reads it",
@@ -99,7 +102,7 @@ final class StaleStates {
     static final Entry PULSAR_OLD = new Entry(
             // same file :114 (OFFSETS_STATE_NAME) and :880-882 (OFFSETS_STATE_NAME + "_subName"): the state
             // of pulsar-flink before its V3 state, which the V3 source reads once and clears
-            "topic-partition-offset-states_subName", "UNION", "FlinkPulsarSource (StreamNative pulsar-flink, before its V3 state)",
+            "topic-partition-offset-states_subName", InspectReport.Mode.UNION, "FlinkPulsarSource (StreamNative pulsar-flink, before its V3 state)",
             "org.apache.flink.streaming.connectors.pulsar.FlinkPulsarSource",
             "the subscription names beside the old offsets (`topic-partition-offset-states`), a union state"
                     + " restored whole into every subtask; only pulsar-flink reads it",
@@ -111,7 +114,7 @@ final class StaleStates {
             // main/java/org/apache/paimon/flink/sink/RestoreCommittableStateManager.java:67 (getListState,
             // BytePrimitiveArraySerializer); CommitterOperator.java:173 snapshots the committables of every
             // checkpoint not yet committed (committablesPerCheckpoint, :74), :198 commits on notification
-            "streaming_committer_raw_states", "SPLIT_DISTRIBUTE", "Paimon sink committer",
+            "streaming_committer_raw_states", InspectReport.Mode.SPLIT_DISTRIBUTE, "Paimon sink committer",
             "org.apache.paimon.flink.sink.CommitterOperator",
             "one ManifestCommittable per checkpoint whose commit has not happened: it grows when commits fail or"
                     + " checkpoint-complete notifications do not arrive (heuristic: 10 or more pending checkpoints)",
@@ -126,7 +129,7 @@ final class StaleStates {
             // serializer version, flag), :156-161 (table ids first, then splits and finished offsets),
             // :418 (a table id: writeUTF of toDoubleQuotedString, "db"."table"; 3.4.0: toString, db.table);
             // flink-cdc-base/.../assigner/state/PendingSplitsStateSerializer.java:59-65, :87 (same layout)
-            "enumerator state", COORDINATOR, "Flink CDC incremental snapshot source (MySqlSource, JdbcIncrementalSource)",
+            "enumerator state", null /* coordinator state */, "Flink CDC incremental snapshot source (MySqlSource, JdbcIncrementalSource)",
             "org.apache.flink.cdc.connectors.mysql.source.assigners.state.PendingSplitsStateSerializer",
             "the enumerator keeps every snapshot chunk it assigned and each chunk's finished offset, in the"
                     + " snapshot and hybrid pending-splits states, for as long as the job runs; coordinator state"
@@ -152,7 +155,7 @@ final class StaleStates {
     /** The entry whose state name and mode {@code t} has, whatever its element type, or null. */
     static Entry byName(InspectReport.OperatorInfo op, InspectReport.StateTotal t) {
         for (Entry e : ENTRIES) {
-            if (e.mode.equals(COORDINATOR) || !e.state.equals(t.name()) || !e.mode.equals(t.mode().name())) continue;
+            if (e.coordinator() || !e.state.equals(t.name()) || e.mode != t.mode()) continue;
             if (t.elements() < e.minElements) continue;
             if (e.notWith != null && hasState(op, e.notWith)) continue;
             return e;

@@ -177,20 +177,60 @@ public final class SurgeryPlan {
 
     /**
      * One state handle (or operator) the surgery changes. {@code subtask} is -1 for a whole
-     * operator. {@code action}: {@code purge-state}, {@code drop-map-entry}, {@code dedupe-union},
-     * {@code remove-operator}, {@code rename-operator}.
+     * operator (and for a relocation, which changes no operator).
      */
     public static final class Change extends Value {
+        /**
+         * What a change does (the Rust twin is {@code surgery::ChangeAction}, on the wire by its
+         * spelling); {@link #toString()} is its spelling in JSON and text.
+         */
+        public enum Action {
+            /** An operator state's header entry and elements cut out of its stream, and its name dropped. */
+            PURGE_STATE,
+            /** An operator state's name dropped from the handle map only ({@link Surgery#metadataOnly()}). */
+            DROP_MAP_ENTRY,
+            /** A union state's repeated elements cut out of its stream. */
+            DEDUPE_UNION,
+            REMOVE_OPERATOR,
+            /** A new operator id (from a uid or given) or a new name. */
+            RENAME_OPERATOR,
+            REMOVE_KEYED_STATE,
+            RENAME_KEYED_STATE,
+            /** A Kafka source reader's splits written from FlinkKafkaConsumer's offsets. */
+            KAFKA_SPLIT,
+            /** A Kafka source's enumerator (coordinator) state written anew. */
+            KAFKA_ENUMERATOR,
+            KAFKA_DROP_SPLIT,
+            KAFKA_SET_OFFSET,
+            /** Absolute paths under one prefix moved under another. */
+            RELOCATE,
+            /** Unchanged state files referenced in the source directory instead of placed in the output. */
+            REFERENCE_UNCHANGED;
+
+            /** The action {@link #toString()} spells {@code spelling}; an unknown one throws {@link IllegalArgumentException}. */
+            public static Action of(String spelling) {
+                for (Action a : values()) {
+                    if (a.toString().equals(spelling)) return a;
+                }
+                throw new IllegalArgumentException("a change action, found " + spelling);
+            }
+
+            @Override
+            public String toString() {
+                return Spelling.of(this);
+            }
+        }
+
         private final String operatorId;
         private final int subtask;
         private final String state;
-        private final String action;
+        private final Action action;
         private final long elementsBefore;
         private final long elementsAfter;
         private final long bytesRemoved;
         private final String detail;
 
-        public Change(String operatorId, int subtask, String state, String action, long elementsBefore, long elementsAfter, long bytesRemoved, String detail) {
+        public Change(String operatorId, int subtask, String state, Action action, long elementsBefore, long elementsAfter, long bytesRemoved, String detail) {
             this.detail = detail;
             this.operatorId = operatorId;
             this.subtask = subtask;
@@ -213,7 +253,7 @@ public final class SurgeryPlan {
             return state;
         }
 
-        public String action() {
+        public Action action() {
             return action;
         }
 

@@ -191,7 +191,7 @@ public class GrowthTest {
                 double factor = stale(d).factor();
                 for (String other : new String[] {"partition-offsets", "shared-list"}) {
                     Growth.StateChange c = d.states().stream().filter(x -> x.state().equals(other)).findFirst().get();
-                    assertEquals(v + " " + other, "UNION", c.mode());
+                    assertEquals(v + " " + other, Growth.StateMode.of(InspectReport.Mode.UNION), c.mode());
                     assertEquals(v + " " + other + " grows like the stale state", factor, c.factor(), 0);
                 }
                 assertEquals(d.findings().toString(), 1, d.findings().size());

@@ -251,7 +251,8 @@ public class KeyedReportTest {
                 oneState(1000, false, KeyedReport.BackendStateType.KEY_VALUE));
         assertEquals(2, d.states().size());
         Growth.StateChange keyed = d.states().get(1);
-        assertEquals("keyed value", keyed.mode());
+        assertEquals("keyed value", keyed.mode().toString());
+        assertTrue(keyed.mode().keyed() && keyed.mode().operatorMode() == null);
         assertEquals("grown", keyed.change().toString());
         assertEquals(2.0, keyed.factor(), 0);
         assertEquals("same", d.states().get(0).change().toString());

@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.cli;
 
+import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Choice;
 import io.checkpointsurgeon.Message;
@@ -58,7 +59,17 @@ final class CliSpelling {
         return text(Message.of(e));
     }
 
-    /** {@code value} as JSON, its messages as the CLI says them. */
+    /**
+     * The CLI's word for an enum constant in JSON: a {@link Choice} as above; a remedy's
+     * MIGRATE_KAFKA_LEGACY is the command {@code kafka migrate-legacy}, as releases before the enum
+     * wrote it (the hook of {@code watch --on-finding} reads it); any other its library spelling.
+     */
+    static String of(Enum<?> constant) {
+        if (constant instanceof Choice) return of((Choice) constant);
+        return constant == CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY ? "kafka migrate-legacy" : constant.toString();
+    }
+
+    /** {@code value} as JSON, its messages and enum constants as the CLI says them. */
     static String json(Object value) {
         return Json.write(value, CliSpelling::of);
     }

@@ -3,6 +3,7 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
+import io.checkpointsurgeon.internal.Json;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -44,7 +45,7 @@ final class DiffCommand extends BaseCommand {
                 keyed ? CheckpointSurgeon.inspectKeyed(a) : null, keyed ? CheckpointSurgeon.inspectKeyed(b) : null);
         PrintWriter out = out();
         String bDir = b.endsWith("/_metadata") ? b.substring(0, b.length() - 10) : b;
-        out.print(json.json ? d.toJson() : TextRenderer.diff(d, bDir));
+        out.print(json.json ? CliSpelling.json(d) : TextRenderer.diff(d, bDir));
         out.flush();
         if (maxGrowth != null && d.maxFactor() > maxGrowth) {
             err().println(TextRenderer.grewTooMuch(d.maxFactor(), maxGrowth));

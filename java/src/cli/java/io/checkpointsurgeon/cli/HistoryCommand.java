@@ -3,6 +3,7 @@ package io.checkpointsurgeon.cli;
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.Growth;
+import io.checkpointsurgeon.internal.Json;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
 import java.io.PrintWriter;
@@ -60,7 +61,7 @@ final class HistoryCommand extends BaseCommand {
         Growth.Checkpoint last = h.checkpoints().get(h.checkpoints().size() - 1);
         String lastDir = last.path().endsWith("/_metadata") ? last.path().substring(0, last.path().length() - 10) : last.path();
         PrintWriter out = out();
-        out.print(json.json ? h.toJson() : TextRenderer.history(h, lastDir));
+        out.print(json.json ? CliSpelling.json(h) : TextRenderer.history(h, lastDir));
         out.flush();
         if (svg != null) NewFile.write(svg, "--svg", SvgChart.of(h));
         if (html != null) {

@@ -106,7 +106,7 @@ final class HtmlReport {
         for (Growth.Series s : h.series()) {
             String tr = flagged.contains(s.operatorId() + "\n" + s.state()) ? "<tr class=\"flag\">" : "<tr>";
             sb.append(tr).append("<td rowspan=\"3\" class=\"mono\">").append(esc(s.operatorId())).append("</td><td rowspan=\"3\"><b>")
-                    .append(esc(s.state())).append("</b></td><td rowspan=\"3\">").append(esc(s.mode())).append("</td><td class=\"muted\">elements</td>");
+                    .append(esc(s.state())).append("</b></td><td rowspan=\"3\">").append(esc(s.mode().toString())).append("</td><td class=\"muted\">elements</td>");
             for (long e : s.elements()) sb.append("<td class=\"n\"><b>").append(count(e)).append("</b></td>");
             sb.append("</tr>\n").append(tr).append("<td class=\"muted\">bytes</td>");
             for (long b : s.bytes()) sb.append("<td class=\"n\">").append(count(b)).append("</td>");

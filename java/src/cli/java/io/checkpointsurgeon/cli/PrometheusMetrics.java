@@ -46,7 +46,7 @@ final class PrometheusMetrics {
             for (InspectReport.OperatorInfo op : job.report.operators()) ops.put(op.id(), op);
             for (Growth.StateSize s : Growth.stateSizes(job.report)) {
                 InspectReport.OperatorInfo op = ops.get(s.operatorId());
-                String l = j + "," + operator(op) + ",state=\"" + label(s.state()) + "\",mode=\"" + label(s.mode()) + "\"";
+                String l = j + "," + operator(op) + ",state=\"" + label(s.state()) + "\",mode=\"" + label(s.mode().toString()) + "\"";
                 families.get("checkpoint_surgeon_state_elements").add(l + "} " + s.elements());
                 families.get("checkpoint_surgeon_state_bytes").add(l + "} " + s.bytes());
                 if (s.distinct() >= 0) families.get("checkpoint_surgeon_state_distinct_elements").add(l + "} " + s.distinct());

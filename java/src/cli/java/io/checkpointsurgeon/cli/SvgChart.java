@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.Growth;
+import io.checkpointsurgeon.InspectReport;
 import java.util.Locale;
 
 /** The chart of {@code history --svg} and of the HTML report's history. */
@@ -49,7 +50,7 @@ final class SvgChart {
                 double y = top + plotH - plotH * (e <= 1 ? 0 : Math.log10(e)) / logMax;
                 pts.append(String.format(Locale.ROOT, "%.1f,%.1f ", x, y));
             }
-            boolean union = "UNION".equals(s.mode());
+            boolean union = s.mode().operatorMode() == InspectReport.Mode.UNION;
             sb.append(String.format(Locale.ROOT, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%d\" points=\"%s\"/>%n",
                     color, union ? 3 : 1, pts.toString().trim()));
             if (legend < 16) {

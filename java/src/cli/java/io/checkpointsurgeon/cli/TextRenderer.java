@@ -448,7 +448,7 @@ final class TextRenderer {
         sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", "operator", "state", "change",
                 "elements A", "elements B", "factor", "bytes A", "bytes B", "distinct A", "distinct B"));
         for (Growth.StateChange c : d.states()) {
-            String state = c.mode() != null && c.mode().startsWith("keyed ") ? printable(c.state()) + " (" + printable(c.mode()) + ")"
+            String state = c.mode() != null && c.mode().keyed() ? printable(c.state()) + " (" + c.mode() + ")"
                     : printable(c.state());
             sb.append(String.format(Locale.ROOT, "  %-32s %-32s %-8s %12s %12s %8s %12s %12s %9s %9s%n", c.operatorId(),
                     state, c.change(), count(c.elementsA()), count(c.elementsB()),
@@ -475,7 +475,7 @@ final class TextRenderer {
         for (Growth.Checkpoint c : h.checkpoints()) sb.append(String.format(Locale.ROOT, "%12s", count(c.metadataBytes())));
         sb.append(NL);
         for (Growth.Series s : h.series()) {
-            sb.append(String.format(Locale.ROOT, "%s %s (%s)%n", s.operatorId(), printable(s.state()), printable(s.mode())));
+            sb.append(String.format(Locale.ROOT, "%s %s (%s)%n", s.operatorId(), printable(s.state()), s.mode()));
             sb.append("  elements ");
             for (long e : s.elements()) sb.append(String.format(Locale.ROOT, "%12s", count(e)));
             sb.append(NL).append("  growth   ");

@@ -2,6 +2,7 @@ package io.checkpointsurgeon.internal;
 
 import io.checkpointsurgeon.Choice;
 import io.checkpointsurgeon.Message;
+import io.checkpointsurgeon.Growth;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.lang.reflect.Parameter;
@@ -12,33 +13,36 @@ import java.util.function.Function;
 /**
  * A minimal JSON writer for the report value classes: the parameters of a class's widest
  * constructor (compiled with {@code -parameters}) become fields, in their order, read from the
- * fields of the same names; an enum is its {@code toString()}, a {@code Map} an object in its
+ * fields of the same names; an enum (and {@link Growth.StateMode}, an operator state's mode or a
+ * keyed state's kind) is its {@code toString()}, a {@code Map} an object in its
  * iteration order. And a reader for Flink's REST answers ({@link #parse}). Not API.
  */
 public final class Json {
     private Json() {}
 
     public static String write(Object value) {
-        return write(value, Choice::toString);
+        return write(value, Enum::toString);
     }
 
-    /** {@code value} as JSON, each {@link Message} as its text with the choices it names spelled by {@code spelling}. */
-    public static String write(Object value, Function<Choice, String> spelling) {
+    /** {@link #write(Object)} with each enum constant spelled by {@code spelling} (an application's word for it). */
+    public static String write(Object value, Function<Enum<?>, String> spelling) {
         StringBuilder sb = new StringBuilder();
         write(sb, value, 0, spelling);
         return sb.append('\n').toString();
     }
 
-    private static void write(StringBuilder sb, Object v, int indent, Function<Choice, String> spelling) {
+    private static void write(StringBuilder sb, Object v, int indent, Function<Enum<?>, String> spelling) {
         if (v == null) {
             sb.append("null");
         } else if (v instanceof Message) {
-            string(sb, ((Message) v).render(spelling));
+            string(sb, ((Message) v).render(spelling::apply));
         } else if (v instanceof String) {
             string(sb, (String) v);
         } else if (v instanceof Number || v instanceof Boolean) {
             sb.append(v);
         } else if (v instanceof Enum<?>) {
+            string(sb, spelling.apply((Enum<?>) v));
+        } else if (v instanceof Growth.StateMode) {
             string(sb, v.toString());
         } else if (v instanceof Map<?, ?>) {
             Map<?, ?> m = (Map<?, ?>) v;

@@ -277,7 +277,7 @@ final class Wire {
         String operatorId = r.str();
         int subtask = r.i32();
         String state = r.str();
-        String action = r.str();
+        SurgeryPlan.Change.Action action = SurgeryPlan.Change.Action.of(r.str());
         long elementsBefore = r.i64();
         long elementsAfter = r.i64();
         long bytesRemoved = r.i64();

@@ -400,6 +400,23 @@ public class WatchTest {
         assertEquals(Cli.USAGE, Cli.run("watch", "--dir", base.toString(), "--rest", "http://127.0.0.1:1", "--once"));
     }
 
+    /**
+     * The hook's JSON names the remedy of FlinkKafkaConsumer state by the CLI command, as before the
+     * library spelled its own action ({@code migrate-kafka-legacy}); the other actions as the library does.
+     */
+    @Test
+    public void theHooksJsonNamesTheKafkaMigrationByItsCommand() {
+        CheckpointSurgeon.Remedy migrate = new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.MIGRATE_KAFKA_LEGACY,
+                "0123456789abcdef0123456789abcdef", null);
+        List<CheckpointSurgeon.Finding> findings = List.of(new CheckpointSurgeon.Finding(
+                CheckpointSurgeon.Finding.Severity.WARNING, CheckpointSurgeon.Finding.Code.CONNECTOR_STATE, "m", migrate,
+                List.of(new CheckpointSurgeon.Remedy(CheckpointSurgeon.Remedy.Action.INSPECT_SUBTASKS, null, null))));
+        String hook = CliSpelling.json(findings);
+        assertTrue(hook, hook.contains("\"action\": \"kafka migrate-legacy\"") && hook.contains("\"action\": \"inspect-subtasks\"")
+                && hook.contains("\"severity\": \"WARNING\""));
+        assertEquals(hook.replace("kafka migrate-legacy", "migrate-kafka-legacy"), Json.write(findings));
+    }
+
     @Test
     public void jsonReaderReadsFlinksAnswersAndNamesTheOffsetOfAnError() {
         @SuppressWarnings("unchecked")

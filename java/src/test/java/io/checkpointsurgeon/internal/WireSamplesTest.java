@@ -108,7 +108,7 @@ public class WireSamplesTest {
         assertEquals("change.operator", c.operatorId());
         assertEquals("subtask", 3, c.subtask());
         assertEquals("change.state", c.state());
-        assertEquals("change.action", c.action());
+        assertEquals(SurgeryPlan.Change.Action.KAFKA_SET_OFFSET, c.action());
         assertEquals("elementsBefore", 1003, c.elementsBefore());
         assertEquals("elementsAfter", 1004, c.elementsAfter());
         assertEquals("bytesRemoved", 1005, c.bytesRemoved());

@@ -108,7 +108,7 @@ public class WireTest {
         assertArrayEquals(plan, NativeTesting.wireEcho(plan));
         Staged p = Wire.plan(plan);
         assertEquals(r.operators().size(), p.operators);
-        assertTrue(p.plan.changes().stream().allMatch(c -> c.action().equals("purge-state")));
+        assertTrue(p.plan.changes().stream().allMatch(c -> c.action() == SurgeryPlan.Change.Action.PURGE_STATE));
         byte[] files = NativeBridge.stateFiles(Wire.source(CheckpointSurgeonTest.fixture("operator-state-files")));
         assertArrayEquals(files, NativeTesting.wireEcho(files));
         assertTrue(Wire.stateFiles(files).stream().anyMatch(f -> f.operatorState() && f.kind() == StateFile.Kind.RELATIVE));
@@ -134,6 +134,38 @@ public class WireTest {
         } catch (CheckpointSurgeonException e) {
             assertEquals(CheckpointSurgeonException.Code.WIRE, e.code());
         }
+    }
+
+    /** A change action Java has no constant for is a WIRE error at the byte after its name, not a string passed on. */
+    @Test
+    public void anUnknownChangeActionIsAWireErrorWithItsOffset() throws Exception {
+        NativeBridge.ensureLoaded();
+        byte[] plan = NativeBridge.plan(Wire.source(CheckpointSurgeonTest.fixture("stale-union")), Wire.request(Request.of(
+                Surgery.removeState(Surgery.OperatorSelector.all(), "topic-partition-offset-states"))), null, null, null,
+                null, null);
+        byte[] name = "purge-state".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        int at = indexOf(plan, name);
+        assertTrue("the plan names the action purge-state", at > 0);
+        plan[at + name.length - 1] = '!';
+        try {
+            Wire.plan(plan);
+            fail("Java read an unknown change action");
+        } catch (CheckpointSurgeonException e) {
+            assertEquals(CheckpointSurgeonException.Code.WIRE, e.code());
+            assertEquals("plan payload at byte " + (at + name.length) + ": a change action, found purge-stat!",
+                    e.getMessage());
+        }
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) continue outer;
+            }
+            return i;
+        }
+        return -1;
     }
 
     @Test
