@@ -289,7 +289,7 @@ public class KeyedCommitFaultsTest {
             Set<String> named = names(f.root, CheckpointSurgeon.leftovers(f.checkpoint));
             assertEquals(what + ": what is left is what clean-leftovers names", added, named);
             boolean doctor = CheckpointSurgeon.doctor(f.checkpoint).stream()
-                    .anyMatch(x -> x.code().equals("LEFTOVER_FILES"));
+                    .anyMatch(x -> x.code() == CheckpointSurgeon.Finding.Code.LEFTOVER_FILES);
             assertEquals(what + ": doctor names the leftovers " + added, !added.isEmpty(), doctor);
             CheckpointSurgeon.removeLeftovers(f.checkpoint);
             assertEquals(what + ": after clean-leftovers", f.hashes, hashes(f.root));
