@@ -9,13 +9,9 @@ import java.io.InputStreamReader;
 import java.io.ObjectInputFilter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The JEP 290 filter on every Java deserialization the tool does (HA {@code completedCheckpoint}
@@ -29,17 +25,29 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>The allow-list is {@code serialization-allowlist.txt} next to this class (also read by the
  * native check of the {@code CheckpointProperties} trailer of {@code _metadata}): one class a
  * line with the deepest graph depth it may appear at. It was recorded from real HA files of every
- * supported Flink version ({@code gradle -PrecordSerialClasses=DIR test}, see the README).
+ * supported Flink version ({@code gradle -PrecordSerialClasses=DIR testFlink120}, see the README),
+ * through the package-private {@link #recording} seam: nothing in a user's JVM (no system property,
+ * no environment variable) can switch the filter off.
  */
 public final class SerialFilter implements ObjectInputFilter {
-    /** Records every class and depth instead of refusing unknown classes (limits still apply). */
-    public static final String RECORD_PROPERTY = "checkpointsurgeon.serialFilter.record";
     public static final String ALLOWLIST = "serialization-allowlist.txt";
 
     /** Generous for real graphs (the deepest recorded is far below), small enough to stop nesting bombs. */
     public static final long MAX_DEPTH = 64;
 
     private static final Map<String, Integer> ALLOWED = load();
+
+    /** Told each class a stream holds, with its graph depth. */
+    interface Recording {
+        void record(String className, long depth);
+    }
+
+    /**
+     * The seam of the build's recording lane ({@code SerialClassRecorder}, an agent in the tests'
+     * sources): when set, every class is reported to it and allowed (the limits still apply).
+     * Null in production.
+     */
+    static volatile Recording recording;
 
     private final String file;
     private final long streamLength;
@@ -91,9 +99,9 @@ public final class SerialFilter implements ObjectInputFilter {
             return Status.ALLOWED;
         }
         String name = c.getName();
-        String record = System.getProperty(RECORD_PROPERTY);
-        if (record != null) {
-            Recorder.record(Path.of(record), name, info.depth());
+        Recording r = recording;
+        if (r != null) {
+            r.record(name, info.depth());
             return Status.ALLOWED;
         }
         Integer maxDepth = allowed.get(name);
@@ -163,22 +171,5 @@ public final class SerialFilter implements ObjectInputFilter {
             throw new UncheckedIOException(e);
         }
         return Collections.unmodifiableMap(m);
-    }
-
-    /** Appends {@code class depth} lines (the deepest seen per class) to the record file. */
-    private static final class Recorder {
-        private static final Map<String, Integer> SEEN = new ConcurrentHashMap<>();
-
-        static synchronized void record(Path file, String name, long depth) {
-            Integer old = SEEN.get(name);
-            if (old != null && old >= depth) return;
-            SEEN.put(name, (int) depth);
-            try {
-                Files.writeString(file, name + " " + depth + System.lineSeparator(), StandardCharsets.UTF_8,
-                        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
     }
 }
