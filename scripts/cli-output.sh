@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The CLI's output as a set of files, to show that a change leaves it byte-identical: `--help` of
 # every command, `inspect` (text, --json, --subtasks, --html), `doctor` (text, --json), plans of
-# every surgery (text and --json), `diff`, `history` (text, --json, --svg, --html; with --keyed too),
-# `watch --once` with its hook's input, usage errors, and the errors, findings and blockers that name an option or
-# command (--older-than, --in-place, --output, --on-flink, --plugins, ...), on fixtures of Flink
+# every surgery (text and --json), `recover` (text, --json), `diff`, `history` (text, --json,
+# --svg, --html; with --keyed too), `watch --once` with its hook's input, usage errors, and the
+# errors, findings and blockers that name an option or command (--older-than, --in-place,
+# --output, --on-flink, --plugins, ...), on fixtures of Flink
 # 1.15.4, 1.20.3 and 2.3.0.
 #
 #   scripts/cli-output.sh JAR DIR                 writes the outputs of `java -jar JAR` into DIR
@@ -132,6 +133,12 @@ rm -f "$work"/*.html "$work"/*.svg
 
 run ha-list-without-flink ha list tests/fixtures/1.15.4/ha
 run ha-doctor-without-flink doctor tests/fixtures/1.15.4/ha
+# a file named as an HA file is read as one, even a backup (the FLINK_MISSING error shows it was)
+cp tests/fixtures/1.15.4/ha/completedCheckpoint9f1487aa0bee "$work/completedCheckpoint9f1487aa0bee.backup-1"
+run ha-doctor-backup-without-flink doctor "$work/completedCheckpoint9f1487aa0bee.backup-1"
+run recover recover tests/fixtures/1.20.3/stale-union tests/fixtures/1.20.3/unaligned
+run recover-json recover tests/fixtures/1.20.3/stale-union tests/fixtures/1.20.3/unaligned --json
+run recover-ha-without-flink recover tests/fixtures/1.20.3/stale-union --ha-dir tests/fixtures/1.15.4/ha
 
 # what names a choice of the caller (the library a Choice, the CLI its option or command)
 j=$work/job

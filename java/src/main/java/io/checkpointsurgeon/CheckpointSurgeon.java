@@ -2,6 +2,9 @@ package io.checkpointsurgeon;
 
 import io.checkpointsurgeon.flink.FlinkFileSystems;
 import io.checkpointsurgeon.flink.HaCheckpoint;
+import io.checkpointsurgeon.flink.HaStore;
+import io.checkpointsurgeon.flink.KubernetesHa;
+import io.checkpointsurgeon.flink.PointerRemoval;
 import io.checkpointsurgeon.internal.Leftovers;
 import io.checkpointsurgeon.internal.Native;
 import io.checkpointsurgeon.internal.Repairs;
@@ -61,6 +64,16 @@ public final class CheckpointSurgeon {
         } catch (IOException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.IO, p + ": " + e, e);
         }
+    }
+
+    /**
+     * Whether a local path names HA {@code completedCheckpoint*} files: a directory without
+     * {@code _metadata} that holds some ({@link #haFiles}), or a file so named (read as named, as
+     * {@link #haFiles} returns it, even a backup or staged one).
+     */
+    public static boolean isHaPath(Path p) throws CheckpointSurgeonException {
+        if (Files.isDirectory(p)) return !Files.exists(p.resolve("_metadata")) && !haFiles(p).isEmpty();
+        return p.getFileName().toString().startsWith("completedCheckpoint");
     }
 
     /**
@@ -375,6 +388,31 @@ public final class CheckpointSurgeon {
         return StoreRecovery.run(roots, pointers, parallelism);
     }
 
+    /**
+     * {@link #recoverAt(List, java.util.Map, int)} with the HA pointers gathered here: the
+     * completedCheckpoint files under {@code haDir} and the pointers of {@code store} to local files
+     * (either may be null); each broken one names its {@link RecoverReport.HaPointer#removal()}.
+     */
+    public static RecoverReport recoverAt(List<String> roots, Path haDir, HaStore store, int parallelism)
+            throws CheckpointSurgeonException {
+        java.util.Map<String, HaFileInfo> pointers = new java.util.LinkedHashMap<>();
+        java.util.Map<String, PointerRemoval.Target> removals = new java.util.HashMap<>();
+        if (haDir != null) {
+            for (Path f : haFiles(haDir)) {
+                HaFileInfo info = haFileInfo(f);
+                pointers.put(f.toString(), info);
+                removals.put(f.toString(), store == null ? PointerRemoval.Target.of(info) : store.target(info));
+            }
+        }
+        if (store != null) {
+            for (java.util.Map.Entry<String, KubernetesHa.Pointer> e : store.pointersToLocalFiles().entrySet()) {
+                pointers.put(e.getKey(), haFileInfo(e.getValue().file));
+                removals.put(e.getKey(), store.target(e.getValue()));
+            }
+        }
+        return recoverAt(roots, pointers, parallelism).withRemovals(removals);
+    }
+
     /** {@link #orphans} of local paths or Flink paths (all of one kind), listed {@code parallelism} requests at once. */
     public static OrphanReport orphansAt(List<String> roots, List<String> alsoReferencedBy, java.time.Duration olderThan,
                                          int parallelism) throws CheckpointSurgeonException {
@@ -469,6 +507,72 @@ public final class CheckpointSurgeon {
             return new Object[] {"file", file, "jobId", jobId, "checkpointId", checkpointId, "fileBytes", fileBytes,
                     "checkpointPath", checkpointPath};
         }
+    }
+
+    /** One HA file's job and checkpoint ({@link #haFileInfo}) and the union states its checkpoint holds. */
+    public static final class HaListing extends Value {
+        /** A union state of one operator, with its totals. */
+        public static final class UnionState extends Value {
+            private final String operatorId;
+            private final InspectReport.StateTotal state;
+
+            public UnionState(String operatorId, InspectReport.StateTotal state) {
+                this.operatorId = operatorId;
+                this.state = state;
+            }
+
+            public String operatorId() {
+                return operatorId;
+            }
+
+            public InspectReport.StateTotal state() {
+                return state;
+            }
+
+            @Override
+            Object[] components() {
+                return new Object[] {"operatorId", operatorId, "state", state};
+            }
+        }
+
+        private final HaFileInfo file;
+        private final List<UnionState> unionStates;
+
+        public HaListing(HaFileInfo file, List<UnionState> unionStates) {
+            this.file = file;
+            this.unionStates = List.copyOf(unionStates);
+        }
+
+        public HaFileInfo file() {
+            return file;
+        }
+
+        public List<UnionState> unionStates() {
+            return unionStates;
+        }
+
+        @Override
+        Object[] components() {
+            return new Object[] {"file", file, "unionStates", unionStates};
+        }
+    }
+
+    /** The {@link HaListing} of each HA file, in order, each reported to the progress listener as it starts. */
+    public static List<HaListing> listHa(List<Path> haFiles) throws CheckpointSurgeonException {
+        List<HaListing> out = new java.util.ArrayList<>();
+        for (int i = 0; i < haFiles.size(); i++) {
+            Path f = haFiles.get(i);
+            progress.file(i + 1, haFiles.size(), f);
+            HaFileInfo info = haFileInfo(f);
+            List<HaListing.UnionState> unions = new java.util.ArrayList<>();
+            for (InspectReport.OperatorInfo op : inspectHa(f).operators()) {
+                for (InspectReport.StateTotal t : op.stateTotals()) {
+                    if (t.mode() == InspectReport.Mode.UNION) unions.add(new HaListing.UnionState(op.id(), t));
+                }
+            }
+            out.add(new HaListing(info, unions));
+        }
+        return out;
     }
 
     public static HaFileInfo haFileInfo(Path haFile) throws CheckpointSurgeonException {
@@ -874,6 +978,19 @@ public final class CheckpointSurgeon {
                 if (!alternatives.contains(ha) && !ha.equals(f.fix().forHaFile())) alternatives.add(ha);
             }
             out.add(new Finding(f.severity(), f.code(), f.message(), f.fix().forHaFile(), alternatives));
+        }
+        return out;
+    }
+
+    /**
+     * {@link #doctorHa(Path)} of each HA file, in order (a file's findings by its path), each
+     * reported to the progress listener as it starts.
+     */
+    public static java.util.Map<Path, List<Finding>> doctorHa(List<Path> haFiles) throws CheckpointSurgeonException {
+        java.util.Map<Path, List<Finding>> out = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < haFiles.size(); i++) {
+            progress.file(i + 1, haFiles.size(), haFiles.get(i));
+            out.put(haFiles.get(i), doctorHa(haFiles.get(i)));
         }
         return out;
     }

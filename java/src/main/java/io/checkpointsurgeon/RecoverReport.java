@@ -1,5 +1,6 @@
 package io.checkpointsurgeon;
 
+import io.checkpointsurgeon.flink.PointerRemoval;
 import java.util.List;
 
 /**
@@ -101,14 +102,25 @@ public final class RecoverReport {
         private final String checkpoint;
         private final String problem;
         private final String restoreFrom;
+        private final PointerRemoval.Target removal;
 
         /** {@code restoreFrom}: the report's newest restorable checkpoint, or null. */
         HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String restoreFrom) {
+            this(pointer, checkpointId, checkpoint, problem, restoreFrom, null);
+        }
+
+        private HaPointer(String pointer, long checkpointId, String checkpoint, String problem, String restoreFrom,
+                          PointerRemoval.Target removal) {
             this.pointer = pointer;
             this.checkpointId = checkpointId;
             this.checkpoint = checkpoint;
             this.problem = problem;
             this.restoreFrom = restoreFrom;
+            this.removal = removal;
+        }
+
+        HaPointer withRemoval(PointerRemoval.Target t) {
+            return new HaPointer(pointer, checkpointId, checkpoint, problem, restoreFrom, t);
         }
 
         public String pointer() {
@@ -125,6 +137,14 @@ public final class RecoverReport {
 
         public String problem() {
             return problem;
+        }
+
+        /**
+         * Which pointer to take away, and from which store, when recover gathered the pointers
+         * itself (from an HA directory or store), else null.
+         */
+        public PointerRemoval.Target removal() {
+            return removal;
         }
 
         /** How to take the pointer away, in Flink's terms. */
@@ -193,6 +213,13 @@ public final class RecoverReport {
     }
 
     /** Whether the newest checkpoint found restores and no HA pointer names a broken one. */
+    /** This report with each broken pointer's {@link HaPointer#removal()} from {@code removals}, by pointer name. */
+    RecoverReport withRemovals(java.util.Map<String, PointerRemoval.Target> removals) {
+        List<HaPointer> pointers = new java.util.ArrayList<>();
+        for (HaPointer p : brokenHaPointers) pointers.add(p.withRemoval(removals.get(p.pointer())));
+        return new RecoverReport(roots, candidates, newestRestorable, restoreConfig, restoreCommand, pointers);
+    }
+
     public boolean newestRestores() {
         return !candidates.isEmpty() && candidates.get(0).verdict() == Verdict.RESTORABLE && brokenHaPointers.isEmpty();
     }

@@ -12,7 +12,9 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import io.checkpointsurgeon.cli.Cli;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
 
 /**
  * The Java API and CLI on fixtures that real Flink wrote, without Flink on the classpath: the
@@ -21,6 +23,9 @@ import org.junit.Test;
 public class CheckpointSurgeonTest {
     public static final Path FIXTURES = Path.of(System.getProperty("fixtures.root", "tests/fixtures"));
     static final String STALE = "topic-partition-offset-states";
+
+    @Rule
+    public TemporaryFolder tmp = new TemporaryFolder();
 
     public static Path fixture(String name) {
         Path p = FIXTURES.resolve("1.15.4").resolve(name);
@@ -275,6 +280,25 @@ public class CheckpointSurgeonTest {
             System.setOut(oldOut);
             System.setErr(oldErr);
         }
+    }
+
+    /**
+     * An HA path is a directory without _metadata holding completedCheckpoint files (its backups
+     * and staged files do not count), or a file so named, a backup too: doctor reads it as named.
+     */
+    @Test
+    public void haPathsAreDirectoriesOfCompletedCheckpointFilesOrSuchAFile() throws Exception {
+        Path dir = tmp.getRoot().toPath();
+        Path backup = Files.write(dir.resolve("completedCheckpointabc.backup-1"), new byte[] {1});
+        Files.write(dir.resolve("completedCheckpointabc.tmp-2"), new byte[] {1});
+        assertEquals(false, CheckpointSurgeon.isHaPath(dir));
+        assertEquals(true, CheckpointSurgeon.isHaPath(backup));
+        assertEquals(false, CheckpointSurgeon.isHaPath(Files.write(dir.resolve("other"), new byte[] {1})));
+        Path ha = Files.write(dir.resolve("completedCheckpointabc"), new byte[] {1});
+        assertEquals(true, CheckpointSurgeon.isHaPath(dir));
+        assertEquals(List.of(ha), CheckpointSurgeon.haFiles(dir));
+        Files.write(dir.resolve("_metadata"), new byte[] {1});
+        assertEquals(false, CheckpointSurgeon.isHaPath(dir));
     }
 
     static List<String> lines(String s) {

@@ -113,21 +113,18 @@ final class DoctorCommand extends BaseCommand {
             results.add(new Result(pathArg, found, f -> TextRenderer.command(f, pathArg)));
         } else {
             Path path = CheckpointSurgeon.localPath(pathArg);
-            boolean ha = Files.isDirectory(path)
-                    ? !Files.exists(path.resolve("_metadata")) && !CheckpointSurgeon.haFiles(path).isEmpty()
-                    : path.getFileName().toString().startsWith("completedCheckpoint");
+            boolean ha = CheckpointSurgeon.isHaPath(path);
             if (ha && examineKeyed) {
                 throw usage("--keyed, --expect-states and --job-jar read a checkpoint's keyed state, not an HA file:"
                         + " give the checkpoint directory the HA file names (ha list shows it)");
             }
             if (ha) {
                 // the fix of an HA file is one `ha repair` of the HA dir (or file) given, all its files at once
-                List<Path> files = CheckpointSurgeon.haFiles(path);
                 Function<CheckpointSurgeon.Remedy, String> command = r -> TextRenderer.haCommand(r, path.toString(),
                         haOptions(r.action() != CheckpointSurgeon.Remedy.Action.LIST_HA));
-                for (int i = 0; i < files.size(); i++) {
-                    err().println(TextRenderer.fileProgress(i + 1, files.size(), files.get(i)));
-                    results.add(new Result(files.get(i).toString(), CheckpointSurgeon.doctorHa(files.get(i)), command));
+                for (Map.Entry<Path, List<CheckpointSurgeon.Finding>> e
+                        : CheckpointSurgeon.doctorHa(CheckpointSurgeon.haFiles(path)).entrySet()) {
+                    results.add(new Result(e.getKey().toString(), e.getValue(), command));
                 }
             } else if (!leftoversOnly(path).isEmpty()) {
                 // the --output of a repair killed before its switch: what it left, and the command that removes it

@@ -2,7 +2,6 @@ package io.checkpointsurgeon.cli;
 
 import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
-import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -28,23 +27,11 @@ final class HaListCommand extends BaseCommand {
     @CommandLine.Mixin
     KubernetesMixin k8s = new KubernetesMixin();
 
-    /** One HA file as listed: what it belongs to, and its union states (JSON: its fields). */
-    static final class Entry {
-        final CheckpointSurgeon.HaFileInfo file;
-        final List<String> unionStates;
-
-        Entry(CheckpointSurgeon.HaFileInfo file, List<String> unionStates) {
-            this.file = file;
-            this.unionStates = unionStates;
-        }
-    }
-
     @Override
     public Integer call() throws CheckpointSurgeonException {
         PrintWriter out = out();
         List<Path> files = CheckpointSurgeon.haFiles(dir);
         Map<String, Object> listing = null;
-        List<Entry> entries = new ArrayList<>();
         try (KubernetesHa ha = k8s.connect(spec)) {
             if (ha != null) {
                 KubernetesHa.Reconciliation r = KubernetesHa.reconcile(ha.checkpointPointers(), files);
@@ -56,24 +43,28 @@ final class HaListCommand extends BaseCommand {
                 listing.put("pointers", r.pointers);
                 listing.put("pointersWithoutFile", r.pointersWithoutFile);
                 listing.put("filesWithoutPointer", r.filesWithoutPointer);
-                listing.put("files", entries);
             }
         }
-        for (int i = 0; i < files.size(); i++) {
-            Path f = files.get(i);
-            err().println(TextRenderer.fileProgress(i + 1, files.size(), f));
-            CheckpointSurgeon.HaFileInfo info = CheckpointSurgeon.haFileInfo(f);
-            InspectReport r = CheckpointSurgeon.inspectHa(f);
-            List<String> unions = new ArrayList<>();
-            for (InspectReport.OperatorInfo op : r.operators()) {
-                for (InspectReport.StateTotal t : op.stateTotals()) {
-                    if (t.mode() == InspectReport.Mode.UNION) unions.add(TextRenderer.unionState(op, t));
-                }
-            }
-            entries.add(new Entry(info, unions));
+        List<CheckpointSurgeon.HaListing> listed = CheckpointSurgeon.listHa(files);
+        if (json.json) {
+            if (listing != null) listing.put("files", json(listed));
+            out.print(CliSpelling.json(listing != null ? listing : json(listed)));
+        } else {
+            out.print(TextRenderer.haList(listed, dir));
         }
-        out.print(json.json ? CliSpelling.json(listing != null ? listing : entries) : TextRenderer.haList(entries, dir));
         out.flush();
         return Cli.OK;
+    }
+
+    /** The JSON of each HA file: its {@link CheckpointSurgeon.HaFileInfo} and its union states as the text shows them. */
+    private static List<Map<String, Object>> json(List<CheckpointSurgeon.HaListing> listed) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (CheckpointSurgeon.HaListing l : listed) {
+            Map<String, Object> file = new LinkedHashMap<>();
+            file.put("file", l.file());
+            file.put("unionStates", TextRenderer.unionStates(l));
+            out.add(file);
+        }
+        return out;
     }
 }

@@ -4,13 +4,14 @@ import io.checkpointsurgeon.CheckpointSurgeon;
 import io.checkpointsurgeon.CheckpointSurgeonException;
 import io.checkpointsurgeon.RecoverReport;
 import io.checkpointsurgeon.flink.HaStore;
-import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.flink.PointerRemoval;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -59,27 +60,13 @@ final class RecoverCommand extends BaseCommand {
         if (zookeeperQuorum != null && k8s.kubernetes) throw usage("--kubernetes or --zookeeper-quorum, not both");
         if (parallelism < 1 || parallelism > 256) throw usage("--list-parallelism: 1 to 256, found " + parallelism);
         for (String p : roots) fs.apply(p);
-        Map<String, CheckpointSurgeon.HaFileInfo> pointers = new LinkedHashMap<>();
-        if (haDir != null) {
-            for (Path f : CheckpointSurgeon.haFiles(haDir)) pointers.put(f.toString(), CheckpointSurgeon.haFileInfo(f));
-        }
-        Map<String, String> removeCommands = new LinkedHashMap<>();
+        RecoverReport r;
         try (HaStore store = k8s.store(spec, zookeeperQuorum, zookeeperRoot)) {
-            for (Map.Entry<String, CheckpointSurgeon.HaFileInfo> e : pointers.entrySet()) {
-                removeCommands.put(e.getKey(), removeCommand(store == null ? PointerRemoval.Target.of(e.getValue())
-                        : store.target(e.getValue())));
-            }
-            if (store != null) {
-                for (Map.Entry<String, KubernetesHa.Pointer> e : store.pointersToLocalFiles().entrySet()) {
-                    pointers.put(e.getKey(), CheckpointSurgeon.haFileInfo(e.getValue().file));
-                    removeCommands.put(e.getKey(), removeCommand(store.target(e.getValue())));
-                }
-            }
+            r = CheckpointSurgeon.recoverAt(roots, haDir, store, parallelism);
         }
-        RecoverReport r = CheckpointSurgeon.recoverAt(roots, pointers, parallelism);
-        Shown shown = Shown.of(r, removeCommands);
+        Function<RecoverReport.HaPointer, String> removeCommand = p -> removeCommand(p.removal());
         PrintWriter out = out();
-        out.print(json.json ? CliSpelling.json(shown) : TextRenderer.recover(r, shown.brokenHaPointers));
+        out.print(json.json ? CliSpelling.json(json(r, removeCommand)) : TextRenderer.recover(r, removeCommand));
         out.flush();
         return r.newestRestorable() == null ? Cli.INVALID : r.newestRestores() ? Cli.OK : Cli.FINDINGS;
     }
@@ -106,55 +93,27 @@ final class RecoverCommand extends BaseCommand {
         return b.toString();
     }
 
-    /** The report as recover shows it (its JSON fields): each broken HA pointer with the command that removes it. */
-    static final class Shown {
-        private final List<String> roots;
-        private final List<RecoverReport.Candidate> candidates;
-        private final String newestRestorable;
-        private final String restoreConfig;
-        private final String restoreCommand;
-        final List<Pointer> brokenHaPointers;
-
-        private Shown(List<String> roots, List<RecoverReport.Candidate> candidates, String newestRestorable,
-                      String restoreConfig, String restoreCommand, List<Pointer> brokenHaPointers) {
-            this.roots = roots;
-            this.candidates = candidates;
-            this.newestRestorable = newestRestorable;
-            this.restoreConfig = restoreConfig;
-            this.restoreCommand = restoreCommand;
-            this.brokenHaPointers = brokenHaPointers;
+    /** The report's JSON: each broken HA pointer with the command that removes it, and its repair naming that command. */
+    private static Map<String, Object> json(RecoverReport r, Function<RecoverReport.HaPointer, String> removeCommand) {
+        List<Map<String, Object>> broken = new ArrayList<>();
+        for (RecoverReport.HaPointer p : r.brokenHaPointers()) {
+            String command = removeCommand.apply(p);
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("pointer", p.pointer());
+            m.put("checkpointId", p.checkpointId());
+            m.put("checkpoint", p.checkpoint());
+            m.put("problem", p.problem());
+            m.put("repair", p.repair(command + " --apply"));
+            m.put("removeCommand", command);
+            broken.add(m);
         }
-
-        /** {@code removeCommands}: per pointer name, its {@code ha remove-checkpoint} command without --apply. */
-        static Shown of(RecoverReport r, Map<String, String> removeCommands) {
-            List<Pointer> broken = new java.util.ArrayList<>();
-            for (RecoverReport.HaPointer p : r.brokenHaPointers()) {
-                String command = removeCommands.get(p.pointer());
-                broken.add(new Pointer(p.pointer(), p.checkpointId(), p.checkpoint(), p.problem(),
-                        p.repair(command + " --apply"), command));
-            }
-            return new Shown(r.roots(), r.candidates(), r.newestRestorable(), r.restoreConfig(), r.restoreCommand(),
-                    broken);
-        }
-    }
-
-    /** A broken HA pointer as recover shows it: {@link RecoverReport.HaPointer} with the CLI's repair command. */
-    static final class Pointer {
-        final String pointer;
-        final long checkpointId;
-        final String checkpoint;
-        final String problem;
-        final String repair;
-        private final String removeCommand;
-
-        private Pointer(String pointer, long checkpointId, String checkpoint, String problem, String repair,
-                        String removeCommand) {
-            this.pointer = pointer;
-            this.checkpointId = checkpointId;
-            this.checkpoint = checkpoint;
-            this.problem = problem;
-            this.repair = repair;
-            this.removeCommand = removeCommand;
-        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("roots", r.roots());
+        out.put("candidates", r.candidates());
+        out.put("newestRestorable", r.newestRestorable());
+        out.put("restoreConfig", r.restoreConfig());
+        out.put("restoreCommand", r.restoreCommand());
+        out.put("brokenHaPointers", broken);
+        return out;
     }
 }

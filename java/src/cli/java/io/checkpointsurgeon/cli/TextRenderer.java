@@ -495,9 +495,14 @@ final class TextRenderer {
     }
 
     /** The union states of an HA file's checkpoint, one line each, as {@code ha list} shows them. */
-    static String unionState(InspectReport.OperatorInfo op, InspectReport.StateTotal t) {
-        return String.format(Locale.ROOT, "%s %s: %,d elements, %s", op.id(), printable(t.name()), t.elements(),
-                t.bytes() < 0 ? "? bytes" : bytes(t.bytes()));
+    static List<String> unionStates(CheckpointSurgeon.HaListing listing) {
+        List<String> out = new java.util.ArrayList<>();
+        for (CheckpointSurgeon.HaListing.UnionState u : listing.unionStates()) {
+            InspectReport.StateTotal t = u.state();
+            out.add(String.format(Locale.ROOT, "%s %s: %,d elements, %s", u.operatorId(), printable(t.name()),
+                    t.elements(), t.bytes() < 0 ? "? bytes" : bytes(t.bytes())));
+        }
+        return out;
     }
 
     /** {@code ha list --kubernetes}: the ConfigMaps' pointers, those without a file and the files without a pointer. */
@@ -708,15 +713,10 @@ final class TextRenderer {
         };
     }
 
-    /** One line of progress over many files: {@code [i/n] file}. */
-    static String fileProgress(int index, int count, Path file) {
-        return String.format("[%d/%d] %s", index, count, printable(file));
-    }
-
     /** {@code ha list}: each HA file with its union states, or that there is none under {@code dir}. */
-    static String haList(List<HaListCommand.Entry> entries, Path dir) {
+    static String haList(List<CheckpointSurgeon.HaListing> entries, Path dir) {
         StringBuilder sb = new StringBuilder();
-        for (HaListCommand.Entry e : entries) sb.append(haFile(e.file, e.unionStates));
+        for (CheckpointSurgeon.HaListing e : entries) sb.append(haFile(e.file(), unionStates(e)));
         if (entries.isEmpty()) sb.append("no completedCheckpoint files under ").append(printable(dir)).append(NL);
         return sb.toString();
     }
@@ -748,7 +748,8 @@ final class TextRenderer {
     }
 
     /** {@code recover}: each checkpoint newest first with its verdict and reasons, how to restore, the broken HA pointers. */
-    static String recover(io.checkpointsurgeon.RecoverReport r, List<RecoverCommand.Pointer> brokenHaPointers) {
+    static String recover(io.checkpointsurgeon.RecoverReport r,
+                          java.util.function.Function<io.checkpointsurgeon.RecoverReport.HaPointer, String> removeCommand) {
         StringBuilder b = new StringBuilder();
         if (r.candidates().isEmpty()) {
             b.append("no checkpoint or savepoint (a directory with _metadata) under ").append(printable(r.roots())).append('\n');
@@ -784,10 +785,10 @@ final class TextRenderer {
                     .append("  command line:             flink run -s ").append(quote(r.newestRestorable()))
                     .append(" <job jar> <args>\n");
         }
-        for (RecoverCommand.Pointer p : brokenHaPointers) {
+        for (io.checkpointsurgeon.RecoverReport.HaPointer p : r.brokenHaPointers()) {
             b.append(String.format(Locale.ROOT, "%nHA pointer %s names checkpoint %d (%s), which does not restore: %s%n  %s%n",
-                    printable(p.pointer), p.checkpointId, printable(p.checkpoint), printable(p.problem),
-                    printable(p.repair)));
+                    printable(p.pointer()), p.checkpointId(), printable(p.checkpoint()), printable(p.problem()),
+                    printable(p.repair(removeCommand.apply(p) + " --apply"))));
         }
         return b.toString();
     }
