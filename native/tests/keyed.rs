@@ -1434,3 +1434,35 @@ fn snapshots_of_classes_the_tool_does_not_know_are_ended_by_what_follows_them() 
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_serializer_key_flink_does_not_write_is_refused_at_its_offset() {
+    let (dir, _, stream) = first_keyed_stream("1.20.3", "keyed-all-hashmap");
+    let cp = Checkpoint::open(&dir).unwrap();
+    let header_end = cp
+        .metadata
+        .operators
+        .iter()
+        .flat_map(|o| o.subtask_states())
+        .find_map(|(_, st)| match &st.managed_keyed {
+            Some(KeyedHandle::KeyGroups { handle, .. }) => handle.offsets.iter().min(),
+            _ => None,
+        })
+        .unwrap() as usize;
+    let header = &stream[..header_end];
+    let first = meta::parse(&Bytes::copy_from_slice(header)).unwrap().states[0].start;
+    let key = &b"\x00\x10VALUE_SERIALIZER"[..];
+    let at = first
+        + header[first..]
+            .windows(key.len())
+            .position(|w| w == key)
+            .unwrap();
+    let mut renamed = header.to_vec();
+    renamed[at + key.len() - 1] = b'Z';
+    let e = meta::parse(&Bytes::from(renamed)).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("at byte {at}")) && e.contains("found VALUE_SERIALIZEZ"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -242,7 +242,7 @@ final class TextRenderer {
                         + " and cleanup are set in the job's code, not in the meta info").append(NL);
             }
             // serializers by their short names, then each snapshot class once
-            KeyedReport.Serializer key = op.states().get(0).serializer("KEY_SERIALIZER");
+            KeyedReport.Serializer key = op.states().get(0).serializer(KeyedReport.SerializerKey.KEY_SERIALIZER);
             sb.append("  serializers").append(key == null ? "" : " (key " + printable(key.snapshot().shortName()) + ")")
                     .append(':').append(NL);
             Map<String, KeyedReport.SerializerSnapshot> classes = new java.util.TreeMap<>();
@@ -250,7 +250,7 @@ final class TextRenderer {
                 List<String> parts = new java.util.ArrayList<>();
                 for (KeyedReport.Serializer z : s.serializers()) {
                     snapshotClasses(z.snapshot(), classes);
-                    if (!z.role().equals("KEY_SERIALIZER")) parts.add(role(z.role()) + " " + printable(z.snapshot().shortName()));
+                    if (z.role() != KeyedReport.SerializerKey.KEY_SERIALIZER) parts.add(role(z.role()) + " " + printable(z.snapshot().shortName()));
                 }
                 sb.append(String.format(Locale.ROOT, "    %-" + w + "s %s%n", printable(s.name()), String.join(", ", parts)));
             }
@@ -314,9 +314,9 @@ final class TextRenderer {
     }
 
     /** {@code VALUE_SERIALIZER} as {@code value}, {@code USER_KEY_SERIALIZER} as {@code user key}. */
-    private static String role(String r) {
-        return r.endsWith("_SERIALIZER") ? r.substring(0, r.length() - "_SERIALIZER".length()).toLowerCase(Locale.ROOT)
-                .replace('_', ' ') : printable(r);
+    private static String role(KeyedReport.SerializerKey r) {
+        String n = r.name();
+        return n.substring(0, n.length() - "_SERIALIZER".length()).toLowerCase(Locale.ROOT).replace('_', ' ');
     }
 
     /** A figure of a plan's change; -1 (counted only when the keyed stream is rewritten) as "?". */
