@@ -5,6 +5,7 @@ import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.Message;
+import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.flink.PointerRemoval;
@@ -624,7 +625,8 @@ final class TextRenderer {
 
     /** A Kafka offset, or the name of the connector's marker. */
     static String kafkaOffset(long o) {
-        return o == -2 ? "EARLIEST" : o == -1 ? "LATEST" : o == -3 ? "COMMITTED" : Long.toString(o);
+        return o == Surgery.KafkaStart.EARLIEST ? "EARLIEST" : o == Surgery.KafkaStart.LATEST ? "LATEST"
+                : o == Surgery.KafkaStart.COMMITTED ? "COMMITTED" : Long.toString(o);
     }
 
     /** A count, or "-" for a value that is absent (-1). */
