@@ -593,7 +593,7 @@ final class TextRenderer {
                 return "checkpoint-surgeon clean-leftovers " + p + " --apply";
             case LIST_ORPHANS: {
                 // the job directory of the checkpoint (of its _metadata)
-                String chk = path.replaceAll("/+$", "").replaceAll("/_metadata$", "");
+                String chk = checkpointDir(path.replaceAll("/+$", ""));
                 int slash = chk.lastIndexOf('/');
                 return "checkpoint-surgeon orphans " + quote(slash > 0 ? chk.substring(0, slash) : ".");
             }
@@ -621,6 +621,11 @@ final class TextRenderer {
     private static String surgery(String command, CheckpointSurgeon.Remedy r, String path, String outputSuffix) {
         return "checkpoint-surgeon " + command + " " + quote(path) + " --operator-id " + r.operatorId() + " --state "
                 + quote(r.state()) + " --apply --output " + quote(path + outputSuffix);
+    }
+
+    /** The checkpoint directory {@code path} names: {@code path} without a trailing {@code /_metadata}. */
+    static String checkpointDir(String path) {
+        return path.endsWith("/_metadata") ? path.substring(0, path.length() - "/_metadata".length()) : path;
     }
 
     /** A Kafka offset, or the name of the connector's marker. */
