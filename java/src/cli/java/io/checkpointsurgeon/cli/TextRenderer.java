@@ -424,6 +424,13 @@ final class TextRenderer {
         return sb.toString();
     }
 
+    /** The note of a repair that finds leftovers of a killed one in {@code dir} (it leaves them). */
+    static String leftoversFound(Path dir, List<Path> found) {
+        return "note: " + dir + " holds " + found.size() + " file(s) that a checkpoint-surgeon repair killed before"
+                + " its switch left (" + found.get(0).getFileName() + (found.size() > 1 ? ", ..." : "") + "); this run"
+                + " leaves them, `checkpoint-surgeon clean-leftovers " + dir + " --apply` deletes them";
+    }
+
     /** Findings of {@code diff} or {@code history}, their remedies for the checkpoint at {@code path}. */
     static String findings(List<CheckpointSurgeon.Finding> findings, String path) {
         StringBuilder sb = new StringBuilder();
