@@ -1399,11 +1399,10 @@ fn a_source_that_is_not_in_memory_reads_the_same() {
     }
 }
 
-#[test]
-fn snapshots_of_classes_the_tool_does_not_know_are_ended_by_what_follows_them() {
-    let (dir, _, stream) = first_keyed_stream("1.20.3", "keyed-all-hashmap");
-    let cp = Checkpoint::open(&dir).unwrap();
-    let header_end = cp
+/// Where the first key-groups handle's data starts in its stream: the end of its meta info.
+fn data_start(dir: &Path) -> usize {
+    let cp = Checkpoint::open(dir).unwrap();
+    let start = cp
         .metadata
         .operators
         .iter()
@@ -1413,7 +1412,13 @@ fn snapshots_of_classes_the_tool_does_not_know_are_ended_by_what_follows_them() 
             _ => None,
         })
         .unwrap() as usize;
-    let header = &stream[..header_end];
+    start
+}
+
+#[test]
+fn snapshots_of_classes_the_tool_does_not_know_are_ended_by_what_follows_them() {
+    let (dir, _, stream) = first_keyed_stream("1.20.3", "keyed-all-hashmap");
+    let header = &stream[..data_start(&dir)];
     let known = meta::parse(&Bytes::copy_from_slice(header)).unwrap();
     // every snapshot class renamed to one of the same length the tool does not know
     let mut renamed = header.to_vec();
@@ -1432,5 +1437,26 @@ fn snapshots_of_classes_the_tool_does_not_know_are_ended_by_what_follows_them() 
             assert!(x.info.is_some() && y.info.is_none(), "{}", a.name);
         }
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_serializer_key_flink_does_not_write_is_refused_at_its_offset() {
+    let (dir, _, stream) = first_keyed_stream("1.20.3", "keyed-all-hashmap");
+    let header = &stream[..data_start(&dir)];
+    let first = meta::parse(&Bytes::copy_from_slice(header)).unwrap().states[0].start;
+    let key = &b"\x00\x10VALUE_SERIALIZER"[..];
+    let at = first
+        + header[first..]
+            .windows(key.len())
+            .position(|w| w == key)
+            .unwrap();
+    let mut renamed = header.to_vec();
+    renamed[at + key.len() - 1] = b'Z';
+    let e = meta::parse(&Bytes::from(renamed)).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("at byte {at}")) && e.contains("found VALUE_SERIALIZEZ"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -206,7 +206,7 @@ pub fn keyed_report() -> KeyedReport {
                 backend_type: "PRIORITY_QUEUE",
                 state_type: Some(s("state.type")),
                 serializers: vec![SerializerReport {
-                    key: s("serializer.key"),
+                    key: s("USER_KEY_SERIALIZER"),
                     snapshot: snapshot("serializer", 23, true),
                 }],
                 ttl: true,

@@ -40,6 +40,8 @@ use bytes::Bytes;
 pub const VERSION: i32 = 6;
 /// The key the meta info gives the key serializer (it writes none: the snapshot comes first).
 pub const KEY_SERIALIZER: &str = "KEY_SERIALIZER";
+/// A keyed entry's serializer keys: Flink's `StateMetaInfoSnapshot.CommonSerializerKeys` but the
+/// key serializer's, the only ones its keyed meta infos write; any other key is refused.
 const SERIALIZER_KEYS: [&[u8]; 3] = [
     b"NAMESPACE_SERIALIZER",
     b"VALUE_SERIALIZER",
@@ -275,7 +277,20 @@ impl Parser<'_> {
         let mut serializers = Vec::with_capacity(n_ser);
         let what = format!("state '{name}'");
         for j in 0..n_ser {
+            let at = self.r.pos();
             let key = self.r.utf("a serializer key")?;
+            // Flink's reader takes any key, but its keyed meta infos write only these
+            // (`CommonSerializerKeys`): another is no file Flink wrote, and no role to report
+            if !SERIALIZER_KEYS.contains(&key.as_bytes()) {
+                return Err(Error::format(
+                    at as u64,
+                    format!(
+                        "a serializer key of state '{name}' (NAMESPACE_SERIALIZER, \
+                         VALUE_SERIALIZER or USER_KEY_SERIALIZER)"
+                    ),
+                    Some(key.to_string()),
+                ));
+            }
             let f = if j + 1 < n_ser {
                 Follow::Serializer
             } else {

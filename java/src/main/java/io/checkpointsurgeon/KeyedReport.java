@@ -95,6 +95,19 @@ public final class KeyedReport extends Value {
         KEY_VALUE_V2
     }
 
+    /**
+     * A serializer's key in the meta info: Flink's {@code StateMetaInfoSnapshot.CommonSerializerKeys},
+     * the only keys Flink's keyed meta infos write (the native reader refuses any other).
+     */
+    public enum SerializerKey {
+        /** The key serializer, which the meta info writes once, before the states. */
+        KEY_SERIALIZER,
+        NAMESPACE_SERIALIZER,
+        VALUE_SERIALIZER,
+        /** The user key of 2.x's map state of the async state API (KEY_VALUE_V2). */
+        USER_KEY_SERIALIZER
+    }
+
     /** Flink's {@code StateDescriptor.Type}, the meta info's {@code KEYED_STATE_TYPE}. */
     public enum StateType {
         VALUE, LIST, MAP, REDUCING, AGGREGATING, FOLDING, UNKNOWN;
@@ -234,9 +247,9 @@ public final class KeyedReport extends Value {
         }
 
         /** The serializer of this role ({@code VALUE_SERIALIZER}, ...), or null. */
-        public Serializer serializer(String role) {
+        public Serializer serializer(SerializerKey role) {
             for (Serializer s : serializers) {
-                if (s.role.equals(role)) return s;
+                if (s.role == role) return s;
             }
             return null;
         }
@@ -293,16 +306,15 @@ public final class KeyedReport extends Value {
 
     /** One serializer of a state: its role in the meta info ({@code VALUE_SERIALIZER}, ...) and its snapshot. */
     public static final class Serializer extends Value {
-        private final String role;
+        private final SerializerKey role;
         private final SerializerSnapshot snapshot;
 
-        public Serializer(String role, SerializerSnapshot snapshot) {
+        public Serializer(SerializerKey role, SerializerSnapshot snapshot) {
             this.role = role;
             this.snapshot = snapshot;
         }
 
-        /** {@code KEY_SERIALIZER}, {@code NAMESPACE_SERIALIZER}, {@code VALUE_SERIALIZER}, {@code USER_KEY_SERIALIZER}. */
-        public String role() {
+        public SerializerKey role() {
             return role;
         }
 

@@ -313,6 +313,48 @@ public final class SurgeryPlan {
     }
 
     /**
+     * How Flink's own loader judged a new file before it became visible: loaded, or not validated
+     * (Flink is not on the class path). A file Flink rejects is never placed: the surgery fails.
+     */
+    public static final class Validation extends Value {
+        public enum Status {
+            LOADED_BY_FLINK, NOT_VALIDATED
+        }
+
+        private final Status status;
+        private final String text;
+
+        private Validation(Status status, String text) {
+            this.status = status;
+            this.text = text;
+        }
+
+        /** "loaded by Flink {@code flinkVersion}{@code detail}", e.g. detail ": 3 operators". */
+        public static Validation loadedByFlink(String flinkVersion, String detail) {
+            return new Validation(Status.LOADED_BY_FLINK, "loaded by Flink " + flinkVersion + detail);
+        }
+
+        /** "not validated: {@code reason}". */
+        public static Validation notValidated(String reason) {
+            return new Validation(Status.NOT_VALIDATED, "not validated: " + reason);
+        }
+
+        public Status status() {
+            return status;
+        }
+
+        /** The status in words, with what Flink found or why it was not run. */
+        public String text() {
+            return text;
+        }
+
+        @Override
+        Object[] components() {
+            return new Object[] {"status", status, "text", text};
+        }
+    }
+
+    /**
      * What {@code apply} wrote. {@code flinkValidation} says how Flink's own loader judged the
      * new {@code _metadata} ("loaded by Flink x.y: N operators", or why it was not run).
      */
@@ -323,16 +365,16 @@ public final class SurgeryPlan {
         private final List<String> linked;
         private final List<String> copied;
         private final String backup;
-        private final String flinkValidation;
+        private final Validation validation;
 
-        public Result(String metadataPath, long metadataBytes, List<String> written, List<String> linked, List<String> copied, String backup, String flinkValidation) {
+        public Result(String metadataPath, long metadataBytes, List<String> written, List<String> linked, List<String> copied, String backup, Validation validation) {
             this.metadataPath = metadataPath;
             this.metadataBytes = metadataBytes;
             this.written = written;
             this.linked = linked;
             this.copied = copied;
             this.backup = backup;
-            this.flinkValidation = flinkValidation;
+            this.validation = validation;
         }
 
         public String metadataPath() {
@@ -359,14 +401,21 @@ public final class SurgeryPlan {
             return backup;
         }
 
+        /** {@link #validation()} in words. */
         public String flinkValidation() {
-            return flinkValidation;
+            return validation.text();
+        }
+
+        /** How Flink's loader judged the new {@code _metadata}. */
+        public Validation validation() {
+            return validation;
         }
 
         @Override
         Object[] components() {
+            // the text only, as JSON has always had it: it starts with the status's words
             return new Object[] {"metadataPath", metadataPath, "metadataBytes", metadataBytes, "written", written,
-                    "linked", linked, "copied", copied, "backup", backup, "flinkValidation", flinkValidation};
+                    "linked", linked, "copied", copied, "backup", backup, "flinkValidation", validation.text()};
         }
 
     }

@@ -87,6 +87,9 @@ public class CheckpointSurgeonTest {
         Path out = Files.createTempDirectory("cs").resolve("repaired");
         SurgeryPlan done = CheckpointSurgeon.apply(in, s, out);
         assertEquals(plan.changes(), done.changes());
+        // this lane has no Flink on the class path: the status says so, and the text why
+        assertEquals(SurgeryPlan.Validation.Status.NOT_VALIDATED, done.result().validation().status());
+        assertEquals("not validated: Flink is not on the classpath", done.result().flinkValidation());
         InspectReport after = CheckpointSurgeon.inspect(out);
         assertTrue(after.operators().stream().flatMap(o -> o.stateTotals().stream()).noneMatch(t -> t.name().equals(STALE)));
         assertEquals(plan.metadataBytesAfter(), after.metadataBytes());

@@ -67,12 +67,12 @@ public class KeyedReportTest {
                     assertEquals(what, s.name().equals("ttl-state"), s.ttl());
                     assertEquals(what, s.name().startsWith("_timer_state/"), "timers".equals(s.kind()));
                     assertEquals(what, format == KeyedReport.SnapshotFormat.ROCKSDB_FILES, s.rocksDb() != null);
-                    assertEquals(what, "KEY_SERIALIZER", s.serializers().get(0).role());
+                    assertEquals(what, KeyedReport.SerializerKey.KEY_SERIALIZER, s.serializers().get(0).role());
                 }
                 assertEquals(KeyedReport.StateType.MAP, op.state("map-state").stateType());
                 assertEquals("TtlSerializer<LongSerializer, StringSerializer>",
-                        op.state("ttl-state").serializer("VALUE_SERIALIZER").snapshot().shortName());
-                assertTrue(op.state("pojo-state").serializer("VALUE_SERIALIZER").snapshot().allClasses()
+                        op.state("ttl-state").serializer(KeyedReport.SerializerKey.VALUE_SERIALIZER).snapshot().shortName());
+                assertTrue(op.state("pojo-state").serializer(KeyedReport.SerializerKey.VALUE_SERIALIZER).snapshot().allClasses()
                         .contains("io.checkpointsurgeon.fixtures.KeyedStateJob$Reading"));
                 assertTrue(op.handles().stream().allMatch(h -> h.error() == null));
                 // the JSON holds every field

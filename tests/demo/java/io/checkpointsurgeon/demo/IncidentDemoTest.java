@@ -1,5 +1,6 @@
 package io.checkpointsurgeon.demo;
 
+import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.demo.IncidentDemo.Restore;
 import io.checkpointsurgeon.demo.IncidentDemo.Result;
 
@@ -60,7 +61,7 @@ public class IncidentDemoTest {
         // The surgery removed every stale element and Flink's loader accepted the result.
         assertEquals(r.grown().staleElements(), r.plan().elementsRemoved());
         assertEquals(0, r.repaired().staleElements());
-        assertTrue(r.plan().result().flinkValidation(), r.plan().result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(r.plan().result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, r.plan().result().validation().status());
         assertTrue(log.contains("<-- stale"));
 
         // The repaired restore ran, and later restores no longer grow.

@@ -489,8 +489,8 @@ public class KeyedCommitFaultsTest {
     /** {@code plan} (null: a run of the CLI without Flink) was loaded by Flink; so is the result, and it reads right. */
     static void check(Fixture f, Path result, SurgeryPlan plan, String what) throws Exception {
         if (plan != null) {
-            assertTrue(what + ": " + plan.result().flinkValidation(),
-                    plan.result().flinkValidation().startsWith("loaded by Flink"));
+            assertEquals(what + ": " + plan.result().flinkValidation(),
+                    SurgeryPlan.Validation.Status.LOADED_BY_FLINK, plan.result().validation().status());
         }
         try (InputStream in = Files.newInputStream(result.resolve("_metadata"))) {
             Checkpoints.loadCheckpointMetadata(new DataInputStream(in), KeyedCommitFaultsTest.class.getClassLoader(),

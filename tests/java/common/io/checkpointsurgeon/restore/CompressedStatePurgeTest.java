@@ -66,14 +66,14 @@ public class CompressedStatePurgeTest {
         Path out = work.resolve("purged");
         SurgeryPlan plan = CheckpointSurgeon.apply(fixture,
                 Surgery.removeState(Surgery.OperatorSelector.uid(UID), "union-list"), out);
-        assertTrue(plan.result().flinkValidation(), plan.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(plan.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, plan.result().validation().status());
         assertEquals(100, plan.elementsRemoved());
         if (layout118) {
             Path once = out;
             out = work.resolve("purged-twice");
             plan = CheckpointSurgeon.apply(once,
                     Surgery.removeState(Surgery.OperatorSelector.uid(UID), "broadcast-map"), out);
-            assertTrue(plan.result().flinkValidation(), plan.result().flinkValidation().startsWith("loaded by Flink"));
+            assertEquals(plan.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, plan.result().validation().status());
             assertEquals(2, plan.elementsRemoved()); // the broadcast state counts as one element per subtask
         }
 
@@ -151,7 +151,7 @@ public class CompressedStatePurgeTest {
         Path out = work.resolve("deduped");
         SurgeryPlan plan = CheckpointSurgeon.apply(fixture,
                 Surgery.dedupeUnion(Surgery.OperatorSelector.uid("source_consumer"), Functions.OFFSETS_STATE), out);
-        assertTrue(plan.result().flinkValidation(), plan.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(plan.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, plan.result().validation().status());
         assertEquals(32, plan.elementsRemoved());
 
         // Flink's State Processor API reads the union state once for the operator: the fixture's

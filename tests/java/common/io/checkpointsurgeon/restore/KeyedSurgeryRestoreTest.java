@@ -125,7 +125,7 @@ public class KeyedSurgeryRestoreTest {
         Path removed = work.resolve("removed");
         SurgeryPlan p = CheckpointSurgeon.apply(savepoint, Surgery.removeKeyedState(Surgery.OperatorSelector.uid("k-fn"), "a")
                 .threads(1), removed);
-        assertTrue(p.result().flinkValidation(), p.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(p.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, p.result().validation().status());
         assertEquals(1, p.keyed().threads());
         assertTrue(p.toString(), p.keyed().bytesRead() > p.keyed().bytesWritten());
         assertRestoredExact(work, "c1", "c2", Version.V2, removed, 2);
@@ -159,7 +159,7 @@ public class KeyedSurgeryRestoreTest {
         Path removed = work.resolve("removed");
         SurgeryPlan p = CheckpointSurgeon.apply(checkpoint, Surgery.removeKeyedState(Surgery.OperatorSelector.all(), "a"),
                 removed);
-        assertTrue(p.result().flinkValidation(), p.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(p.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, p.result().validation().status());
         assertTrue("no SST data is rewritten: " + p.keyed(), p.keyed().bytesWritten() < 1 << 20);
         assertEquals(List.of("b"), dataStates(removed));
         // RocksDB's own list of the column families of each instance, before and after
@@ -218,7 +218,7 @@ public class KeyedSurgeryRestoreTest {
         for (String s : timerStates(savepoint)) all.andRemoveKeyedState(Surgery.OperatorSelector.uid("k-fn"), s);
         Path none = work.resolve("none");
         SurgeryPlan p = CheckpointSurgeon.apply(savepoint, all, none);
-        assertTrue(p.result().flinkValidation(), p.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(p.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, p.result().validation().status());
         assertTrue(dataStates(none).isEmpty());
         Throwable t = run(work, "e2", Version.V2, none, 2, "hashmap");
         assertEquals(chain(t), null, t);

@@ -430,8 +430,8 @@ public class StaleUnionRestoreTest {
 
     private static void assertValidated(SurgeryPlan plan) {
         assertNotNull(plan.result());
-        String v = plan.result().flinkValidation();
-        assertTrue("Flink validation: " + v, v.startsWith("loaded by Flink"));
+        assertEquals("Flink validation: " + plan.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK,
+                plan.result().validation().status());
     }
 
     /** Elements of the union state over all operators, or null when no operator has that state. */

@@ -177,8 +177,8 @@ public class S3CheckpointTest {
         SurgeryPlan done = CheckpointSurgeon.apply(grown, purge, repaired);
         assertEquals(grownCount, done.elementsRemoved());
         assertEquals(repaired + "/_metadata", done.result().metadataPath());
-        assertTrue("Flink validation: " + done.result().flinkValidation(),
-                done.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals("Flink validation: " + done.result().flinkValidation(),
+                SurgeryPlan.Validation.Status.LOADED_BY_FLINK, done.result().validation().status());
         assertEquals("one new stream per subtask of " + CONSUMER_UID, P, done.result().written().size());
         for (String w : done.result().written()) {
             assertTrue(w, w.startsWith(repaired + "/"));
@@ -199,7 +199,7 @@ public class S3CheckpointTest {
         // A local output directory: the remote checkpoint repaired into a local copy, read natively.
         Path local = work.resolve("repaired-locally");
         SurgeryPlan toLocal = CheckpointSurgeon.apply(grown, purge, local.toString());
-        assertTrue(toLocal.result().flinkValidation(), toLocal.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(toLocal.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, toLocal.result().validation().status());
         assertTrue(Files.isRegularFile(local.resolve("_metadata")));
         InspectReport localReport = CheckpointSurgeon.inspect(local);
         for (InspectReport.OperatorInfo op : localReport.operators()) {
@@ -279,7 +279,7 @@ public class S3CheckpointTest {
         SurgeryPlan done = CheckpointSurgeon.apply(grown,
                 Surgery.removeState(Surgery.OperatorSelector.uid(CONSUMER_UID), UNION_STATE), repaired);
         assertEquals(grownCount, done.elementsRemoved());
-        assertTrue(done.result().flinkValidation(), done.result().flinkValidation().startsWith("loaded by Flink"));
+        assertEquals(done.result().flinkValidation(), SurgeryPlan.Validation.Status.LOADED_BY_FLINK, done.result().validation().status());
         assertEquals(P, done.result().written().size());
         InspectReport after = CheckpointSurgeon.inspect(repaired);
         List<String> newKinds = consumerKinds(after);

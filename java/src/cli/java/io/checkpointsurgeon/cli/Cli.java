@@ -275,9 +275,7 @@ public final class Cli {
 
         @Override
         public void leftoversFound(Path dir, List<Path> found) {
-            message("note: " + dir + " holds " + found.size() + " file(s) that a checkpoint-surgeon repair killed before"
-                    + " its switch left (" + found.get(0).getFileName() + (found.size() > 1 ? ", ..." : "") + "); this run"
-                    + " leaves them, `checkpoint-surgeon clean-leftovers " + dir + " --apply` deletes them");
+            message(TextRenderer.leftoversFound(dir, found));
         }
     }
 }

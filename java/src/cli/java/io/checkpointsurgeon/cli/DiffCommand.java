@@ -44,7 +44,7 @@ final class DiffCommand extends BaseCommand {
         Growth.Diff d = Growth.diff(CheckpointSurgeon.inspect(a), CheckpointSurgeon.inspect(b),
                 keyed ? CheckpointSurgeon.inspectKeyed(a) : null, keyed ? CheckpointSurgeon.inspectKeyed(b) : null);
         PrintWriter out = out();
-        String bDir = b.endsWith("/_metadata") ? b.substring(0, b.length() - 10) : b;
+        String bDir = TextRenderer.checkpointDir(b);
         out.print(json.json ? CliSpelling.json(d) : TextRenderer.diff(d, bDir));
         out.flush();
         if (maxGrowth != null && d.maxFactor() > maxGrowth) {

@@ -59,7 +59,7 @@ final class HistoryCommand extends BaseCommand {
         }
         Growth.History h = Growth.history(reports, keyedReports);
         Growth.Checkpoint last = h.checkpoints().get(h.checkpoints().size() - 1);
-        String lastDir = last.path().endsWith("/_metadata") ? last.path().substring(0, last.path().length() - 10) : last.path();
+        String lastDir = TextRenderer.checkpointDir(last.path());
         PrintWriter out = out();
         out.print(json.json ? CliSpelling.json(h) : TextRenderer.history(h, lastDir));
         out.flush();

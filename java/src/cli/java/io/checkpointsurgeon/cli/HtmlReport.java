@@ -278,7 +278,7 @@ final class HtmlReport {
                 min = Math.min(min, t.count().entries());
                 most = Math.max(most, t.count().entries());
             }
-            KeyedReport.Serializer v = s.serializer("VALUE_SERIALIZER");
+            KeyedReport.Serializer v = s.serializer(KeyedReport.SerializerKey.VALUE_SERIALIZER);
             StringBuilder formats = new StringBuilder();
             for (KeyedReport.SnapshotFormat f : s.formats()) formats.append(formats.length() > 0 ? ", " : "").append(f);
             sb.append("<tr><td><b>").append(esc(s.name())).append("</b></td><td>").append(esc(s.kind()))

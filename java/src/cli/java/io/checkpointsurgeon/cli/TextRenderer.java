@@ -5,6 +5,7 @@ import io.checkpointsurgeon.Growth;
 import io.checkpointsurgeon.InspectReport;
 import io.checkpointsurgeon.KeyedReport;
 import io.checkpointsurgeon.Message;
+import io.checkpointsurgeon.Surgery;
 import io.checkpointsurgeon.SurgeryPlan;
 import io.checkpointsurgeon.flink.KubernetesHa;
 import io.checkpointsurgeon.flink.PointerRemoval;
@@ -242,7 +243,7 @@ final class TextRenderer {
                         + " and cleanup are set in the job's code, not in the meta info").append(NL);
             }
             // serializers by their short names, then each snapshot class once
-            KeyedReport.Serializer key = op.states().get(0).serializer("KEY_SERIALIZER");
+            KeyedReport.Serializer key = op.states().get(0).serializer(KeyedReport.SerializerKey.KEY_SERIALIZER);
             sb.append("  serializers").append(key == null ? "" : " (key " + printable(key.snapshot().shortName()) + ")")
                     .append(':').append(NL);
             Map<String, KeyedReport.SerializerSnapshot> classes = new java.util.TreeMap<>();
@@ -250,7 +251,7 @@ final class TextRenderer {
                 List<String> parts = new java.util.ArrayList<>();
                 for (KeyedReport.Serializer z : s.serializers()) {
                     snapshotClasses(z.snapshot(), classes);
-                    if (!z.role().equals("KEY_SERIALIZER")) parts.add(role(z.role()) + " " + printable(z.snapshot().shortName()));
+                    if (z.role() != KeyedReport.SerializerKey.KEY_SERIALIZER) parts.add(role(z.role()) + " " + printable(z.snapshot().shortName()));
                 }
                 sb.append(String.format(Locale.ROOT, "    %-" + w + "s %s%n", printable(s.name()), String.join(", ", parts)));
             }
@@ -314,9 +315,9 @@ final class TextRenderer {
     }
 
     /** {@code VALUE_SERIALIZER} as {@code value}, {@code USER_KEY_SERIALIZER} as {@code user key}. */
-    private static String role(String r) {
-        return r.endsWith("_SERIALIZER") ? r.substring(0, r.length() - "_SERIALIZER".length()).toLowerCase(Locale.ROOT)
-                .replace('_', ' ') : printable(r);
+    private static String role(KeyedReport.SerializerKey r) {
+        String n = r.name();
+        return n.substring(0, n.length() - "_SERIALIZER".length()).toLowerCase(Locale.ROOT).replace('_', ' ');
     }
 
     /** A figure of a plan's change; -1 (counted only when the keyed stream is rewritten) as "?". */
@@ -421,6 +422,13 @@ final class TextRenderer {
         for (Path f : files) sb.append(deleted ? "  deleted " : "  ").append(printable(f.getFileName())).append(NL);
         if (!deleted) sb.append("  nothing deleted: add --apply to delete them").append(NL);
         return sb.toString();
+    }
+
+    /** The note of a repair that finds leftovers of a killed one in {@code dir} (it leaves them). */
+    static String leftoversFound(Path dir, List<Path> found) {
+        return "note: " + dir + " holds " + found.size() + " file(s) that a checkpoint-surgeon repair killed before"
+                + " its switch left (" + found.get(0).getFileName() + (found.size() > 1 ? ", ..." : "") + "); this run"
+                + " leaves them, `checkpoint-surgeon clean-leftovers " + dir + " --apply` deletes them";
     }
 
     /** Findings of {@code diff} or {@code history}, their remedies for the checkpoint at {@code path}. */
@@ -597,7 +605,7 @@ final class TextRenderer {
                 return "checkpoint-surgeon clean-leftovers " + p + " --apply";
             case LIST_ORPHANS: {
                 // the job directory of the checkpoint (of its _metadata)
-                String chk = path.replaceAll("/+$", "").replaceAll("/_metadata$", "");
+                String chk = checkpointDir(path.replaceAll("/+$", ""));
                 int slash = chk.lastIndexOf('/');
                 return "checkpoint-surgeon orphans " + quote(slash > 0 ? chk.substring(0, slash) : ".");
             }
@@ -627,9 +635,15 @@ final class TextRenderer {
                 + quote(r.state()) + " --apply --output " + quote(path + outputSuffix);
     }
 
+    /** The checkpoint directory {@code path} names: {@code path} without a trailing {@code /_metadata}. */
+    static String checkpointDir(String path) {
+        return path.endsWith("/_metadata") ? path.substring(0, path.length() - "/_metadata".length()) : path;
+    }
+
     /** A Kafka offset, or the name of the connector's marker. */
     static String kafkaOffset(long o) {
-        return o == -2 ? "EARLIEST" : o == -1 ? "LATEST" : o == -3 ? "COMMITTED" : Long.toString(o);
+        return o == Surgery.KafkaStart.EARLIEST ? "EARLIEST" : o == Surgery.KafkaStart.LATEST ? "LATEST"
+                : o == Surgery.KafkaStart.COMMITTED ? "COMMITTED" : Long.toString(o);
     }
 
     /** A count, or "-" for a value that is absent (-1). */

@@ -1,6 +1,7 @@
 package io.checkpointsurgeon.flink;
 
 import io.checkpointsurgeon.CheckpointSurgeonException;
+import io.checkpointsurgeon.SurgeryPlan;
 
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
@@ -75,7 +76,7 @@ public final class FlinkJudge {
     /**
      * Loads the file with Flink and checks it has {@code expectedOperators} operators.
      *
-     * @return a one-line verdict
+     * @return the verdict, loaded by Flink
      * @throws CheckpointSurgeonException {@code VALIDATION} if Flink cannot load it
      */
     /**
@@ -83,7 +84,7 @@ public final class FlinkJudge {
      * relative handles against {@code externalPointer}, which must be an existing checkpoint
      * directory (it is only resolved, no state file is opened); {@code name} names the bytes.
      */
-    public static String validate(byte[] metadata, String name, String externalPointer, int expectedOperators)
+    public static SurgeryPlan.Validation validate(byte[] metadata, String name, String externalPointer, int expectedOperators)
             throws CheckpointSurgeonException {
         ClassLoader cl = FlinkJudge.class.getClassLoader();
         try {
@@ -97,7 +98,7 @@ public final class FlinkJudge {
                 throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": Flink loaded " + ops.size()
                         + " operators, expected " + expectedOperators);
             }
-            return "loaded by Flink " + flinkVersion() + ": " + ops.size() + " operators";
+            return SurgeryPlan.Validation.loadedByFlink(flinkVersion(), ": " + ops.size() + " operators");
         } catch (InvocationTargetException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, name + ": Flink's Checkpoints.loadCheckpointMetadata"
                     + " rejected the new metadata (nothing was written): " + e.getCause(), e.getCause());
@@ -108,7 +109,7 @@ public final class FlinkJudge {
         }
     }
 
-    public static String validate(Path metadata, int expectedOperators) throws CheckpointSurgeonException {
+    public static SurgeryPlan.Validation validate(Path metadata, int expectedOperators) throws CheckpointSurgeonException {
         ClassLoader cl = FlinkJudge.class.getClassLoader();
         try {
             Class<?> checkpoints = Class.forName(CHECKPOINTS, true, cl);
@@ -125,7 +126,7 @@ public final class FlinkJudge {
                 throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, metadata + ": Flink loaded " + ops.size()
                         + " operators, expected " + expectedOperators);
             }
-            return "loaded by Flink " + flinkVersion() + ": " + ops.size() + " operators";
+            return SurgeryPlan.Validation.loadedByFlink(flinkVersion(), ": " + ops.size() + " operators");
         } catch (InvocationTargetException e) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, metadata + ": Flink's Checkpoints.loadCheckpointMetadata"
                     + " rejected the new file: " + e.getCause(), e.getCause());

@@ -75,8 +75,8 @@ final class Commit {
         /** Step 2. Returns false when the surgery changes nothing here (a file already repaired). */
         boolean stage(Undo undo) throws CheckpointSurgeonException;
 
-        /** Step 3: a one-line verdict. */
-        String validate() throws CheckpointSurgeonException;
+        /** Step 3: Flink's verdict, or why there is none; a rejection throws. */
+        SurgeryPlan.Validation validate() throws CheckpointSurgeonException;
 
         /** Step 4. */
         void place(Undo undo) throws CheckpointSurgeonException;
@@ -88,7 +88,7 @@ final class Commit {
         void switchOver() throws CheckpointSurgeonException;
 
         /** The plan with what was done. */
-        SurgeryPlan result(String backup, String validation);
+        SurgeryPlan result(String backup, SurgeryPlan.Validation validation);
     }
 
     /** What one unit's run came to. */
@@ -126,7 +126,7 @@ final class Commit {
         Locks locks = new Locks();
         List<Undo> undos = new ArrayList<>();
         List<Unit> changing = new ArrayList<>();
-        List<String> verdicts = new ArrayList<>();
+        List<SurgeryPlan.Validation> verdicts = new ArrayList<>();
         List<String> backups = new ArrayList<>();
         List<Outcome> outcomes = new ArrayList<>();
         int switched = 0;

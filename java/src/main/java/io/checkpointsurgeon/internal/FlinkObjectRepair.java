@@ -121,9 +121,9 @@ abstract class FlinkObjectRepair implements Commit.Unit {
     }
 
     @Override
-    public String validate() throws CheckpointSurgeonException {
+    public SurgeryPlan.Validation validate() throws CheckpointSurgeonException {
         loaded = load(staged.metadata);
-        return "loaded by Flink " + FlinkJudge.flinkVersion();
+        return SurgeryPlan.Validation.loadedByFlink(FlinkJudge.flinkVersion(), "");
     }
 
     @Override
@@ -142,7 +142,7 @@ abstract class FlinkObjectRepair implements Commit.Unit {
     }
 
     @Override
-    public SurgeryPlan result(String backup, String validation) {
+    public SurgeryPlan result(String backup, SurgeryPlan.Validation validation) {
         return staged.staged.plan.withResult(new SurgeryPlan.Result(name, staged.metadata.length,
                 staged.staged.written, List.of(), List.of(), null, validation));
     }

@@ -206,7 +206,7 @@ final class HaFileRepair implements Commit.Unit {
     }
 
     @Override
-    public String validate() throws CheckpointSurgeonException {
+    public SurgeryPlan.Validation validate() throws CheckpointSurgeonException {
         HaCheckpoint check = HaCheckpoint.read(tmp);
         if (check.checkpointId != ha.checkpointId) {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": holds checkpoint " + check.checkpointId
@@ -217,8 +217,8 @@ final class HaFileRepair implements Commit.Unit {
             throw new CheckpointSurgeonException(CheckpointSurgeonException.Code.VALIDATION, tmp + ": holds " + ops
                     + " operators, expected " + staged.staged.operators);
         }
-        return "loaded by Flink " + FlinkJudge.flinkVersion() + " into the CompletedCheckpoint and re-read from"
-                + " the new HA file";
+        return SurgeryPlan.Validation.loadedByFlink(FlinkJudge.flinkVersion(),
+                " into the CompletedCheckpoint and re-read from the new HA file");
     }
 
     @Override
@@ -245,7 +245,7 @@ final class HaFileRepair implements Commit.Unit {
     }
 
     @Override
-    public SurgeryPlan result(String backup, String validation) {
+    public SurgeryPlan result(String backup, SurgeryPlan.Validation validation) {
         long size;
         try {
             size = Files.size(file);

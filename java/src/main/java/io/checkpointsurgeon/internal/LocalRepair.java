@@ -218,8 +218,8 @@ final class LocalRepair implements Commit.Unit {
     }
 
     @Override
-    public String validate() throws CheckpointSurgeonException {
-        if (!FlinkJudge.flinkAvailable()) return "not validated: Flink is not on the classpath";
+    public SurgeryPlan.Validation validate() throws CheckpointSurgeonException {
+        if (!FlinkJudge.flinkAvailable()) return SurgeryPlan.Validation.notValidated("Flink is not on the classpath");
         return FlinkJudge.validate(Path.of(staged.metadataTmp), staged.operators);
     }
 
@@ -282,7 +282,7 @@ final class LocalRepair implements Commit.Unit {
     }
 
     @Override
-    public SurgeryPlan result(String backup, String validation) {
+    public SurgeryPlan result(String backup, SurgeryPlan.Validation validation) {
         return staged.plan.withResult(new SurgeryPlan.Result(target.resolve(output == null
                 ? metadata.getFileName().toString() : "_metadata").toString(), staged.metadataBytes,
                 staged.written, List.copyOf(linked), List.copyOf(copied), backup, validation));

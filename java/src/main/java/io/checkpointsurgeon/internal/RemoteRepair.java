@@ -197,8 +197,8 @@ final class RemoteRepair {
         }
 
         @Override
-        public String validate() throws CheckpointSurgeonException {
-            if (!FlinkJudge.flinkAvailable()) return "not validated: Flink is not on the classpath";
+        public SurgeryPlan.Validation validate() throws CheckpointSurgeonException {
+            if (!FlinkJudge.flinkAvailable()) return SurgeryPlan.Validation.notValidated("Flink is not on the classpath");
             return FlinkJudge.validate(newMetadata, target + "/_metadata", rc.dir, staged.operators);
         }
 
@@ -320,7 +320,7 @@ final class RemoteRepair {
         }
 
         @Override
-        public SurgeryPlan result(String backup, String validation) {
+        public SurgeryPlan result(String backup, SurgeryPlan.Validation validation) {
             return staged.plan.withResult(new SurgeryPlan.Result(target + "/_metadata", newMetadata.length,
                     List.copyOf(written), List.of(), List.copyOf(copied), backup, validation));
         }

@@ -476,7 +476,7 @@ final class Wire {
     }
 
     private static KeyedReport.Serializer serializer(Reader r) {
-        String role = r.str();
+        KeyedReport.SerializerKey role = KeyedReport.SerializerKey.valueOf(r.str());
         KeyedReport.SerializerSnapshot snapshot = snapshot(r, 0);
         return new KeyedReport.Serializer(role, snapshot);
     }

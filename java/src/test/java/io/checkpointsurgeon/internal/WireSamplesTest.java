@@ -161,7 +161,7 @@ public class WireSamplesTest {
         // "state.type" is no type Flink has
         assertEquals(KeyedReport.StateType.UNKNOWN, st.stateType());
         assertEquals(1, st.serializers().size());
-        assertEquals("serializer.key", st.serializers().get(0).role());
+        assertEquals(KeyedReport.SerializerKey.USER_KEY_SERIALIZER, st.serializers().get(0).role());
         KeyedReport.SerializerSnapshot inner = new KeyedReport.SerializerSnapshot("serializer.nested.snapshotClass", 24,
                 "serializer.nested.serializerClass", List.of("serializer.nested.class"), List.of(), false);
         assertEquals(new KeyedReport.SerializerSnapshot("serializer.snapshotClass", 23, "serializer.serializerClass",
