@@ -154,7 +154,10 @@ public final class CheckpointSurgeon {
      * of the version that wrote it on the classpath.
      */
     public static InspectReport inspectHa(Path haFile) throws CheckpointSurgeonException {
-        HaCheckpoint ha = HaCheckpoint.read(haFile);
+        return inspectHa(haFile, HaCheckpoint.read(haFile));
+    }
+
+    private static InspectReport inspectHa(Path haFile, HaCheckpoint ha) throws CheckpointSurgeonException {
         return Native.inspect(ha.metadataBytes(), haFile.toString(), ha.checkpointDir());
     }
 
@@ -342,12 +345,18 @@ public final class CheckpointSurgeon {
      */
     public static RecoverReport recover(List<Path> roots, java.util.Map<String, HaFileInfo> haPointers)
             throws CheckpointSurgeonException {
+        return Recovery.run(roots, checkpointsOf(haPointers));
+    }
+
+    /** Each HA pointer's checkpoint id and path, as recover compares them with the checkpoints found. */
+    private static java.util.Map<String, java.util.Map.Entry<Long, String>> checkpointsOf(
+            java.util.Map<String, HaFileInfo> haPointers) {
         java.util.Map<String, java.util.Map.Entry<Long, String>> pointers = new java.util.LinkedHashMap<>();
         for (java.util.Map.Entry<String, HaFileInfo> e : haPointers.entrySet()) {
             pointers.put(e.getKey(), new java.util.AbstractMap.SimpleImmutableEntry<>(e.getValue().checkpointId(),
                     e.getValue().checkpointPath()));
         }
-        return Recovery.run(roots, pointers);
+        return pointers;
     }
 
     /**
@@ -379,11 +388,7 @@ public final class CheckpointSurgeon {
      */
     public static RecoverReport recoverAt(List<String> roots, java.util.Map<String, HaFileInfo> haPointers,
                                           int parallelism) throws CheckpointSurgeonException {
-        java.util.Map<String, java.util.Map.Entry<Long, String>> pointers = new java.util.LinkedHashMap<>();
-        for (java.util.Map.Entry<String, HaFileInfo> e : haPointers.entrySet()) {
-            pointers.put(e.getKey(), new java.util.AbstractMap.SimpleImmutableEntry<>(e.getValue().checkpointId(),
-                    e.getValue().checkpointPath()));
-        }
+        java.util.Map<String, java.util.Map.Entry<Long, String>> pointers = checkpointsOf(haPointers);
         if (!onFlinkPaths(roots, List.of())) return Recovery.run(localPaths(roots), pointers);
         return StoreRecovery.run(roots, pointers, parallelism);
     }
@@ -563,9 +568,10 @@ public final class CheckpointSurgeon {
         for (int i = 0; i < haFiles.size(); i++) {
             Path f = haFiles.get(i);
             progress.file(i + 1, haFiles.size(), f);
-            HaFileInfo info = haFileInfo(f);
+            HaCheckpoint ha = HaCheckpoint.read(f); // one deserialization for both
+            HaFileInfo info = haFileInfo(f, ha);
             List<HaListing.UnionState> unions = new java.util.ArrayList<>();
-            for (InspectReport.OperatorInfo op : inspectHa(f).operators()) {
+            for (InspectReport.OperatorInfo op : inspectHa(f, ha).operators()) {
                 for (InspectReport.StateTotal t : op.stateTotals()) {
                     if (t.mode() == InspectReport.Mode.UNION) unions.add(new HaListing.UnionState(op.id(), t));
                 }
@@ -576,7 +582,10 @@ public final class CheckpointSurgeon {
     }
 
     public static HaFileInfo haFileInfo(Path haFile) throws CheckpointSurgeonException {
-        HaCheckpoint ha = HaCheckpoint.read(haFile);
+        return haFileInfo(haFile, HaCheckpoint.read(haFile));
+    }
+
+    private static HaFileInfo haFileInfo(Path haFile, HaCheckpoint ha) throws CheckpointSurgeonException {
         try {
             return new HaFileInfo(haFile, ha.jobId, ha.checkpointId, Files.size(haFile), ha.externalPointer);
         } catch (IOException e) {
